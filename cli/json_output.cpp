@@ -1,0 +1,31 @@
+#include "cli/json_output.hpp"
+
+#include "core/atomic_file.hpp"
+
+namespace subevict::cli {
+
+nlohmann::json to_json(const Shape& s) {
+  return {{"layers", s.layers},     {"q_heads", s.q_heads},   {"kv_heads", s.kv_heads},
+          {"tokens", s.tokens},     {"head_dim", s.head_dim}, {"attention", s.attention_kind()}};
+}
+
+nlohmann::json to_json(const HeadStatistics& h) {
+  return {{"layer", h.layer},
+          {"q_head", h.q_head},
+          {"kv_head", h.kv_head},
+          {"sparsity", h.sparsity},
+          {"sink_mass", h.sink_mass},
+          {"recent_mass", h.recent_mass},
+          {"power_law_exponent", h.power_law_exponent},
+          {"power_law_r2", h.power_law_r2},
+          {"heavy_share", h.heavy_share},
+          {"norm_attention_spearman", h.norm_attention_spearman}};
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  const std::string text = doc.dump(2) + "\n";
+  const std::span<const std::byte> bytes = std::as_bytes(std::span(text));
+  write_file_atomically(path, std::span(&bytes, 1));
+}
+
+}  // namespace subevict::cli

@@ -1,0 +1,23 @@
+// The subevict executable: subcommands are registered in commands.hpp; every failure becomes a
+// one-line "subevict: error: ..." on stderr and exit code 2 (1 is reserved for CLI11 usage errors).
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"subevict: executable theory of KV-cache eviction"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "subevict 0.1.0");
+  subevict::cli::add_workload_command(app);
+  subevict::cli::add_verify_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "subevict: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,16 @@
+# Every dependency is a Debian package; scripts/setup installs them.
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(Boost 1.74 REQUIRED)  # Boost.Math is header-only
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_path(RANDOM123_INCLUDE_DIR Random123/philox.h REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+if(SUBEVICT_BUILD_CLI)
+  find_package(CLI11 2.1 REQUIRED)
+endif()
+if(SUBEVICT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(rapidcheck REQUIRED)
+endif()
+if(SUBEVICT_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// Exact causal attention and attention over a tracked set (theory.md §1), in double precision.
+/// Tokens are 0-based: query i attends over keys 0..i.
+
+#include <Eigen/Core>
+#include <functional>
+#include <vector>
+
+#include "core/workload.hpp"
+
+namespace subevict {
+
+/// Scores s_ij = scale * <q_i, k_j> for j = 0..i (a vector of length i + 1). O(i * d).
+Eigen::VectorXd causal_logits(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale);
+
+/// log sum_j exp(x_j) by max subtraction; -inf for an empty vector. Finite for finite input of
+/// any magnitude (no overflow: every exponent is <= 0).
+double log_sum_exp(const Eigen::VectorXd& x);
+
+/// softmax(x)_j = exp(x_j - max x) / sum_k exp(x_k - max x). Entries are in [0, 1] and sum to 1
+/// within n eps. Precondition: x non-empty with finite entries.
+Eigen::VectorXd softmax(const Eigen::VectorXd& logits);
+
+/// Exact causal attention row a_i (H2O Def D.9): softmax of causal_logits(q, k, i, scale).
+Eigen::VectorXd attention_row(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale);
+
+/// Tracked attention (Def D.10, corrected per theory.md §9 erratum 4): the softmax of `logits`
+/// restricted to the positions where in_set[j] is true, exactly 0 elsewhere. Precondition:
+/// in_set.size() == logits.size() and at least one position is in the set (std::invalid_argument).
+Eigen::VectorXd tracked_attention(const Eigen::VectorXd& logits, const std::vector<bool>& in_set);
+
+/// Attention output o = sum_j weights_j v_j over j < weights.size() (values from `v`, row-major
+/// tokens x d). Precondition: weights.size() <= v.rows().
+Eigen::VectorXd attention_output(const Eigen::VectorXd& weights, const ConstHeadMap& v);
+
+/// The whole causal attention matrix (n x n, lower triangular, zeros above the diagonal).
+/// Memory 8 n^2 bytes: use for_each_attention_block for large n.
+Eigen::MatrixXd causal_attention(const ConstHeadMap& q, const ConstHeadMap& k, double scale);
+
+/// Streams exact causal attention in blocks of `block_rows` query rows: calls
+/// visit(first_row, probs) where probs is rows x n, row r holding a_{first_row + r} in its first
+/// first_row + r + 1 columns and zeros after. Each block costs one GEMM; memory 8 * block_rows * n
+/// bytes. The visitor must not keep references to probs.
+void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
+                              int block_rows,
+                              const std::function<void(int, const Eigen::MatrixXd&)>& visit);
+
+}  // namespace subevict

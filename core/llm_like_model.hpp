@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// The LLM-like generator split into host-side tables (small, per head) and element functions that
+/// evaluate one query or key row from them. The row functions use only IEEE +, -, *, /, sqrt on the
+/// tables and on counter_rng draws, in a fixed order, so a device port that evaluates the same
+/// expressions on the same tables reproduces the CPU's bits. Tables are built on the host.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/counter_rng.hpp"
+#include "core/generator.hpp"
+
+namespace subevict {
+
+/// Dimensions reserved for the unrotated structure directions (the last three rotary pairs).
+inline constexpr int kStructureDims = 6;
+
+/// Per-head directions and the coefficients derived from LlmLikeParams.
+struct LlmLikeHeadTables {
+  double u[kStructureDims], c[kStructureDims], p[kStructureDims], p_perp[kStructureDims];
+  std::vector<double> w;           ///< recency vector over the first head_dim - 6 dims, unit norm
+  std::vector<double> cos_phi;     ///< per token type: alignment of the type's key direction with p
+};
+
+/// Tables shared by all heads (token identities and RoPE angles) plus the per-head tables.
+struct LlmLikeTables {
+  int tokens = 0, head_dim = 0;
+  double sigma = 0, rho = 0, sink_amp = 0, beta = 0, eta = 0, gamma = 0, norm_spread = 0;
+  double inv_temperature = 1;
+  int sinks = 0;
+  std::vector<std::int32_t> token_type;  ///< [tokens]
+  std::vector<double> rope_cos, rope_sin;  ///< [tokens][rotated pairs]
+  std::vector<LlmLikeHeadTables> heads;    ///< [layer][kv_head]
+};
+
+/// Builds every table for `spec` (host only; uses std::pow, std::cos on the host).
+LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec);
+
+/// Key row j of (layer, kv_head) into out[0..head_dim).
+void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::uint64_t seed,
+                      int layer, int kv_head, int j, float* out);
+/// Query row i of (layer, q_head) reading KV head tables `head` into out[0..head_dim).
+void llm_like_query_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::uint64_t seed,
+                        int layer, int q_head, int i, float* out);
+
+}  // namespace subevict

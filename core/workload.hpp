@@ -1,0 +1,66 @@
+#pragma once
+/// \file
+/// The Workload: Q, K, V of every (layer, head), the input of every experiment.
+
+#include <Eigen/Core>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/shape.hpp"
+
+namespace subevict {
+
+/// Row-major float matrix (tokens x head_dim), the layout of one head's Q, K or V.
+using RowMatrixf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using HeadMap = Eigen::Map<RowMatrixf>;
+using ConstHeadMap = Eigen::Map<const RowMatrixf>;
+
+/// Q, K and V as float32, each stored contiguously and row-major as [layer][head][token][dim]
+/// (Q over q_heads, K and V over kv_heads). Memory is owned by the Workload (host memory).
+/// `metadata` carries free-form provenance (generator, preset, seed, source model, scale).
+class Workload {
+ public:
+  Workload() = default;
+  /// Zero-filled tensors of the given shape; throws std::invalid_argument if the shape is invalid.
+  explicit Workload(const Shape& shape);
+
+  const Shape& shape() const { return shape_; }
+
+  /// One head's queries as a tokens x head_dim map into this Workload's storage.
+  /// Preconditions: 0 <= layer < layers, 0 <= q_head < q_heads (checked, std::out_of_range).
+  ConstHeadMap q(int layer, int q_head) const;
+  HeadMap q(int layer, int q_head);
+  /// One KV head's keys (0 <= kv_head < kv_heads).
+  ConstHeadMap k(int layer, int kv_head) const;
+  HeadMap k(int layer, int kv_head);
+  /// One KV head's values (0 <= kv_head < kv_heads).
+  ConstHeadMap v(int layer, int kv_head) const;
+  HeadMap v(int layer, int kv_head);
+
+  /// Whole tensors, [layer][head][token][dim].
+  const std::vector<float>& q_data() const { return q_; }
+  const std::vector<float>& k_data() const { return k_; }
+  const std::vector<float>& v_data() const { return v_; }
+  std::vector<float>& q_data() { return q_; }
+  std::vector<float>& k_data() { return k_; }
+  std::vector<float>& v_data() { return v_; }
+
+  /// Softmax temperature folded into the scores: s_ij = scale * <q_i, k_j>. Defaults to
+  /// 1/sqrt(head_dim); an importer sets it when the model scales differently.
+  double score_scale() const;
+  void set_score_scale(double scale) { score_scale_ = scale; }
+
+  std::map<std::string, std::string> metadata;
+
+  friend bool operator==(const Workload& a, const Workload& b);
+
+ private:
+  std::size_t offset(int layer, int head, int heads, const char* tensor) const;
+
+  Shape shape_{};
+  std::vector<float> q_, k_, v_;
+  double score_scale_ = 0.0;  // 0 means 1/sqrt(head_dim)
+};
+
+}  // namespace subevict

@@ -1,0 +1,330 @@
+#include "core/workload_io.hpp"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/input_error.hpp"
+#include "core/npy.hpp"
+#include "core/safetensors.hpp"
+
+namespace subevict {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::array<char, 3> kParts = {'q', 'k', 'v'};
+constexpr int kQ = 0, kK = 1, kV = 2;
+constexpr std::string_view kLayerPrefix = "layers.";
+constexpr std::string_view kNamePattern =
+    "a name of the form layers.{l}.q, layers.{l}.k or layers.{l}.v (l = 0, 1, ... in decimal)";
+constexpr std::string_view kFormatKey = "format";
+constexpr std::string_view kScaleKey = "score_scale";
+constexpr std::array<std::string_view, 3> kNpyFiles = {"q.npy", "k.npy", "v.npy"};
+
+/// The q, k and v shapes of one layer, each [heads, tokens, head_dim], with the source and field
+/// that name each in error messages.
+struct LayerShapes {
+  std::array<std::span<const std::size_t>, 3> dims;
+  std::array<std::string, 3> sources;
+  std::array<std::string, 3> fields;
+};
+
+/// A tensor's (layer, part) when its name follows the convention.
+std::optional<std::pair<int, int>> parse_tensor_name(const std::string& name) {
+  if (!name.starts_with(kLayerPrefix)) return std::nullopt;
+  const char* first = name.data() + kLayerPrefix.size();
+  const char* last = name.data() + name.size();
+  int layer = 0;
+  const auto [end, error] = std::from_chars(first, last, layer);
+  const bool canonical = error == std::errc() && first != end && std::isdigit(*first) &&
+                         !(*first == '0' && end - first > 1);
+  if (!canonical || last - end != 2 || end[0] != '.') return std::nullopt;
+  for (int part = 0; part < 3; ++part) {
+    if (end[1] == kParts[part]) return std::pair(layer, part);
+  }
+  return std::nullopt;
+}
+
+std::string layer_tensor_name(int layer, int part) {
+  return "layers." + std::to_string(layer) + "." + kParts[part];
+}
+
+int checked_dim(std::size_t dim, const std::string& source, const std::string& field,
+                std::span<const std::size_t> dims) {
+  if (dim == 0 || dim > std::size_t(INT_MAX)) {
+    throw InputError(source, field, "dimensions between 1 and " + std::to_string(INT_MAX),
+                     shape_string(dims));
+  }
+  return static_cast<int>(dim);
+}
+
+/// The Shape of a workload with `layers` layers whose every layer has the shapes `s`; throws
+/// InputError naming the offending tensor when they are inconsistent.
+Shape infer_shape(int layers, const LayerShapes& s) {
+  for (int part : {kQ, kK, kV}) {
+    if (s.dims[part].size() != 3) {
+      throw InputError(s.sources[part], s.fields[part], "[heads, tokens, head_dim] (3 dimensions)",
+                       shape_string(s.dims[part]));
+    }
+    for (std::size_t dim : s.dims[part])
+      checked_dim(dim, s.sources[part], s.fields[part], s.dims[part]);
+  }
+  const auto q = s.dims[kQ], k = s.dims[kK], v = s.dims[kV];
+  if (k[1] != q[1] || k[2] != q[2]) {
+    throw InputError(s.sources[kK], s.fields[kK],
+                     "tokens and head_dim equal to those of q (" + shape_string(q) + ")",
+                     shape_string(k));
+  }
+  if (!std::equal(v.begin(), v.end(), k.begin(), k.end())) {
+    throw InputError(s.sources[kV], s.fields[kV], "the shape of k (" + shape_string(k) + ")",
+                     shape_string(v));
+  }
+  if (q[0] % k[0] != 0) {
+    throw InputError(s.sources[kK], s.fields[kK],
+                     "a number of KV heads that divides q_heads = " + std::to_string(q[0]),
+                     std::to_string(k[0]) + " KV heads");
+  }
+  const Shape shape{layers, int(q[0]), int(k[0]), int(q[1]), int(q[2])};
+  try {
+    shape.validate();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(s.sources[kQ], s.fields[kQ], "a valid workload shape", e.what());
+  }
+  return shape;
+}
+
+double parse_score_scale(const std::string& text, const std::string& source) {
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value <= 0.0) {
+    throw InputError(source, "__metadata__ 'score_scale'", "a positive finite decimal number",
+                     "'" + text + "'");
+  }
+  return value;
+}
+
+std::string format_score_scale(double scale) {
+  std::array<char, 64> buffer{};
+  const auto result =
+      std::to_chars(buffer.data(), buffer.data() + buffer.size(), scale, std::chars_format::general,
+                    std::numeric_limits<double>::max_digits10);
+  return std::string(buffer.data(), result.ptr);
+}
+
+/// Moves the metadata into the workload, interpreting the reserved keys.
+void apply_metadata(std::map<std::string, std::string> metadata, const std::string& source,
+                    Workload& workload) {
+  const auto format = metadata.find(std::string(kFormatKey));
+  if (format != metadata.end()) {
+    if (format->second != kWorkloadFormat) {
+      throw InputError(source, "__metadata__ 'format'", "'" + std::string(kWorkloadFormat) + "'",
+                       "'" + format->second + "'");
+    }
+    metadata.erase(format);
+  }
+  const auto scale = metadata.find(std::string(kScaleKey));
+  if (scale != metadata.end()) {
+    workload.set_score_scale(parse_score_scale(scale->second, source));
+    metadata.erase(scale);
+  }
+  workload.metadata = std::move(metadata);
+}
+
+using LayerTensors = std::array<const Tensor<float>*, 3>;
+
+/// Groups the tensors by layer, rejecting unknown names, gaps in the numbering and missing parts.
+std::vector<LayerTensors> group_by_layer(const std::map<std::string, Tensor<float>>& tensors,
+                                         const std::string& source) {
+  std::map<int, LayerTensors> layers;
+  for (const auto& [name, tensor] : tensors) {
+    const auto parsed = parse_tensor_name(name);
+    if (!parsed) throw InputError(source, "tensor '" + name + "'", std::string(kNamePattern));
+    layers[parsed->first][parsed->second] = &tensor;
+  }
+  if (layers.empty()) {
+    throw InputError(source, "tensors", "layers.0.q, layers.0.k and layers.0.v at least", "none");
+  }
+  std::vector<LayerTensors> grouped;
+  for (const auto& [layer, parts] : layers) {
+    const int expected = int(grouped.size());
+    if (layer != expected) {
+      throw InputError(source, "tensor '" + layer_tensor_name(expected, kQ) + "'",
+                       "layers numbered contiguously from 0",
+                       "no tensors for layer " + std::to_string(expected) + " but some for layer " +
+                           std::to_string(layer));
+    }
+    for (int part : {kQ, kK, kV}) {
+      if (parts[part] == nullptr) {
+        throw InputError(source, "tensor '" + layer_tensor_name(layer, part) + "'",
+                         "q, k and v for every layer", "missing");
+      }
+    }
+    grouped.push_back(parts);
+  }
+  return grouped;
+}
+
+LayerShapes safetensors_layer_shapes(const LayerTensors& parts, int layer,
+                                     const std::string& path) {
+  LayerShapes shapes;
+  for (int part : {kQ, kK, kV}) {
+    shapes.dims[part] = parts[part]->shape;
+    shapes.sources[part] = path;
+    shapes.fields[part] = "tensor '" + layer_tensor_name(layer, part) + "': shape";
+  }
+  return shapes;
+}
+
+Workload read_workload_safetensors(const std::string& path, const ReadOptions& options) {
+  SafetensorsFile file = read_safetensors(path, options);
+  const std::vector<LayerTensors> layers = group_by_layer(file.tensors, path);
+  const Shape shape = infer_shape(int(layers.size()), safetensors_layer_shapes(layers[0], 0, path));
+  Workload workload(shape);
+  for (int l = 0; l < shape.layers; ++l) {
+    for (int part : {kQ, kK, kV}) {
+      const Tensor<float>& tensor = *layers[l][part];
+      const auto& first = layers[0][part]->shape;
+      if (tensor.shape != first) {
+        throw InputError(path, "tensor '" + layer_tensor_name(l, part) + "': shape",
+                         shape_string(first) + " (as in layer 0)", shape_string(tensor.shape));
+      }
+      std::vector<float>& all = part == kQ   ? workload.q_data()
+                                : part == kK ? workload.k_data()
+                                             : workload.v_data();
+      std::copy(tensor.data.begin(), tensor.data.end(), all.begin() + l * tensor.data.size());
+    }
+  }
+  apply_metadata(std::move(file.metadata), path, workload);
+  return workload;
+}
+
+Workload read_workload_directory(const std::string& directory, const ReadOptions& options) {
+  std::array<Tensor<float>, 3> tensors;
+  LayerShapes shapes;
+  for (int part : {kQ, kK, kV}) {
+    shapes.sources[part] = (fs::path(directory) / kNpyFiles[part]).string();
+    shapes.fields[part] = "shape";
+    tensors[part] = read_npy<float>(shapes.sources[part], options);
+    const auto& dims = tensors[part].shape;
+    if (dims.size() != 4) {
+      throw InputError(shapes.sources[part], "shape",
+                       "[layers, heads, tokens, head_dim] (4 dimensions)", shape_string(dims));
+    }
+    if (dims[0] != tensors[kQ].shape[0]) {
+      throw InputError(shapes.sources[part], "shape",
+                       std::to_string(tensors[kQ].shape[0]) + " layers (as in q.npy)",
+                       shape_string(dims));
+    }
+    shapes.dims[part] = std::span(dims).subspan(1);
+  }
+  const int layers =
+      checked_dim(tensors[kQ].shape[0], shapes.sources[kQ], "shape", tensors[kQ].shape);
+  Workload workload(infer_shape(layers, shapes));
+  workload.q_data() = std::move(tensors[kQ].data);
+  workload.k_data() = std::move(tensors[kK].data);
+  workload.v_data() = std::move(tensors[kV].data);
+  return workload;
+}
+
+void check_writable(const std::string& path, const Workload& workload) {
+  const Shape& shape = workload.shape();
+  try {
+    shape.validate();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(path, "workload shape", "a valid shape", e.what());
+  }
+  if (workload.q_data().size() != shape.q_elements() ||
+      workload.k_data().size() != shape.kv_elements() ||
+      workload.v_data().size() != shape.kv_elements()) {
+    throw InputError(path, "workload", "tensors sized as " + to_string(shape),
+                     "q, k, v of " + std::to_string(workload.q_data().size()) + ", " +
+                         std::to_string(workload.k_data().size()) + ", " +
+                         std::to_string(workload.v_data().size()) + " values");
+  }
+  for (std::string_view key : {kFormatKey, kScaleKey}) {
+    if (workload.metadata.contains(std::string(key))) {
+      throw InputError(
+          path, "metadata", "no entry named '" + std::string(key) + "' (reserved)",
+          "'" + std::string(key) + "' = '" + workload.metadata.at(std::string(key)) + "'");
+    }
+  }
+}
+
+void write_workload_safetensors(const std::string& path, const Workload& workload) {
+  const Shape& s = workload.shape();
+  const std::size_t q_size = std::size_t(s.q_heads) * s.tokens * s.head_dim;
+  const std::size_t kv_size = std::size_t(s.kv_heads) * s.tokens * s.head_dim;
+  std::map<std::string, TensorView<float>> tensors;
+  for (int l = 0; l < s.layers; ++l) {
+    const std::vector<std::size_t> q_shape = {std::size_t(s.q_heads), std::size_t(s.tokens),
+                                              std::size_t(s.head_dim)};
+    const std::vector<std::size_t> kv_shape = {std::size_t(s.kv_heads), std::size_t(s.tokens),
+                                               std::size_t(s.head_dim)};
+    tensors[layer_tensor_name(l, kQ)] = {q_shape,
+                                         std::span(workload.q_data()).subspan(l * q_size, q_size)};
+    tensors[layer_tensor_name(l, kK)] = {
+        kv_shape, std::span(workload.k_data()).subspan(l * kv_size, kv_size)};
+    tensors[layer_tensor_name(l, kV)] = {
+        kv_shape, std::span(workload.v_data()).subspan(l * kv_size, kv_size)};
+  }
+  std::map<std::string, std::string> metadata = workload.metadata;
+  metadata[std::string(kFormatKey)] = kWorkloadFormat;
+  metadata[std::string(kScaleKey)] = format_score_scale(workload.score_scale());
+  write_safetensors(path, tensors, metadata);
+}
+
+void write_workload_directory(const std::string& path, const Workload& workload) {
+  const Shape& s = workload.shape();
+  if (workload.score_scale() != 1.0 / std::sqrt(double(s.head_dim))) {
+    throw InputError(path, "score_scale",
+                     "the default 1/sqrt(head_dim) (a directory of .npy files cannot store a "
+                     "scale; write a .safetensors file instead)",
+                     format_score_scale(workload.score_scale()));
+  }
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (error || !fs::is_directory(path)) {
+    throw InputError(path, "output directory", "a directory that exists or can be created",
+                     error ? error.message() : "not a directory");
+  }
+  const std::array<const std::vector<float>*, 3> data = {&workload.q_data(), &workload.k_data(),
+                                                         &workload.v_data()};
+  for (int part : {kQ, kK, kV}) {
+    const int heads = part == kQ ? s.q_heads : s.kv_heads;
+    write_npy((fs::path(path) / kNpyFiles[part]).string(),
+              TensorView<float>{{std::size_t(s.layers), std::size_t(heads), std::size_t(s.tokens),
+                                 std::size_t(s.head_dim)},
+                                *data[part]});
+  }
+}
+
+}  // namespace
+
+Workload read_workload(const std::string& path, const ReadOptions& options) {
+  std::error_code error;
+  if (fs::is_directory(path, error)) return read_workload_directory(path, options);
+  return read_workload_safetensors(path, options);
+}
+
+void write_workload(const std::string& path, const Workload& workload) {
+  check_writable(path, workload);
+  if (path.ends_with(".safetensors")) {
+    write_workload_safetensors(path, workload);
+  } else {
+    write_workload_directory(path, workload);
+  }
+}
+
+}  // namespace subevict

@@ -1,0 +1,57 @@
+#pragma once
+/// \file
+/// Measured structure of a workload's exact causal attention, per (layer, query head): the
+/// statistics `subevict workload inspect` prints and the tests assert on. Nothing is assumed
+/// about how the workload was made.
+
+#include <vector>
+
+#include "core/workload.hpp"
+
+namespace subevict {
+
+/// Settings of the measurement (all positions 0-based).
+struct InspectOptions {
+  double tau = 0.01;         ///< sparsity threshold relative to the row maximum
+  int sinks = 4;             ///< the first `sinks` tokens count as sink positions
+  int recent_window = 32;    ///< the last `recent_window` keys a query sees (itself included)
+  double top_fraction = 0.1; ///< for the heavy-hitter share
+  int block_rows = 256;      ///< rows per GEMM block (memory 8 * block_rows * tokens bytes)
+  int threads = 0;           ///< heads measured in parallel (0: OpenMP default)
+};
+
+/// Statistics of one (layer, query head). Definitions, with a the exact causal attention:
+///   sparsity          fraction of causal entries (j <= i) with a_ij < tau * max_j a_ij
+///   sink_mass         mean over queries i >= sinks of sum_{j < sinks} a_ij
+///   recent_mass       mean over queries i >= recent_window of the mass on the last
+///                     recent_window keys (j > i - recent_window)
+///   power_law_*       fit_power_law of the accumulated attention sum_i a_ij over non-sink tokens,
+///                     ranks 1..tokens/2 (H2O's accumulated-attention plot)
+///   heavy_share       top_share(top_fraction) of the mean attention received per observing query,
+///                     sum_i a_ij / (n - j), over the "middle" tokens j in [sinks, n - recent_window)
+///                     (dividing by n - j removes the advantage of early tokens; excluding the
+///                     recent window removes recency)
+///   norm_attention_spearman  Spearman correlation of ||k_j|| and that mean received attention
+///                     over the same middle tokens (the L2-norm paper's statistic)
+struct HeadStatistics {
+  int layer = 0, q_head = 0, kv_head = 0;
+  double sparsity = 0;
+  double sink_mass = 0;
+  double recent_mass = 0;
+  double power_law_exponent = 0;
+  double power_law_r2 = 0;
+  double heavy_share = 0;
+  double norm_attention_spearman = 0;
+};
+
+/// Statistics of one head. Requires tokens > sinks + recent_window + 2 (std::invalid_argument).
+/// Cost O(tokens^2 * head_dim).
+HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const InspectOptions& opt = {});
+
+/// Statistics of every (layer, query head), in layer-major order.
+std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOptions& opt = {});
+
+/// Mean of each statistic over heads (layer = q_head = kv_head = -1).
+HeadStatistics mean_statistics(const std::vector<HeadStatistics>& heads);
+
+}  // namespace subevict

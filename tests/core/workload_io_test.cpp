@@ -1,0 +1,269 @@
+#include "core/workload_io.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/npy.hpp"
+#include "core/safetensors.hpp"
+#include "io_test_support.hpp"
+
+namespace subevict {
+namespace {
+
+using testing::bits;
+using testing::kValidDataDir;
+using testing::rejects;
+using testing::ScratchDir;
+
+/// The reference workloads of tests/data/valid (see make_valid.py): layers=2, q_heads=2,
+/// kv_heads=1, tokens=3, head_dim=2; q = value, k = -value / 4, v = value / 2.
+const Shape kReferenceShape{2, 2, 1, 3, 2};
+float reference_value(int layer, int head, int token, int dim) {
+  return float(layer * 1000 + head * 100 + token * 10 + dim);
+}
+
+void expect_reference_values(const Workload& w) {
+  ASSERT_EQ(w.shape(), kReferenceShape);
+  for (int l = 0; l < 2; ++l) {
+    for (int t = 0; t < 3; ++t) {
+      for (int d = 0; d < 2; ++d) {
+        for (int h = 0; h < 2; ++h) EXPECT_EQ(w.q(l, h)(t, d), reference_value(l, h, t, d));
+        EXPECT_EQ(w.k(l, 0)(t, d), -0.25f * reference_value(l, 0, t, d));
+        EXPECT_EQ(w.v(l, 0)(t, d), 0.5f * reference_value(l, 0, t, d));
+      }
+    }
+  }
+}
+
+Workload arbitrary_workload() {
+  Shape shape;
+  shape.layers = *rc::gen::inRange(1, 4);
+  shape.kv_heads = *rc::gen::inRange(1, 4);
+  shape.q_heads = shape.kv_heads * *rc::gen::inRange(1, 4);
+  shape.tokens = *rc::gen::inRange(1, 6);
+  shape.head_dim = *rc::gen::inRange(1, 5);
+  Workload workload(shape);
+  for (std::vector<float>* data : {&workload.q_data(), &workload.k_data(), &workload.v_data()}) {
+    *data = *rc::gen::container<std::vector<float>>(data->size(), testing::finite_value<float>());
+  }
+  return workload;
+}
+
+void assert_same_tensors(const Workload& read, const Workload& written) {
+  RC_ASSERT(read.shape() == written.shape());
+  RC_ASSERT(bits(read.q_data()) == bits(written.q_data()));
+  RC_ASSERT(bits(read.k_data()) == bits(written.k_data()));
+  RC_ASSERT(bits(read.v_data()) == bits(written.v_data()));
+}
+
+RC_GTEST_PROP(WorkloadIoRoundTrip, SafetensorsKeepsTensorsScaleAndMetadataBitExact, ()) {
+  static ScratchDir scratch;
+  Workload workload = arbitrary_workload();
+  const double scale = std::abs(*testing::finite_value<double>());
+  if (scale > 0.0) workload.set_score_scale(scale);
+  const auto text = rc::gen::container<std::string>(
+      rc::gen::map(rc::gen::inRange(32, 127), [](int c) { return static_cast<char>(c); }));
+  const auto keys = *rc::gen::container<std::vector<std::string>>(text);
+  for (const std::string& key : keys) workload.metadata["meta." + key] = *text;
+  const std::string path = scratch.unique(".safetensors");
+  write_workload(path, workload);
+  const Workload read = read_workload(path);
+  assert_same_tensors(read, workload);
+  RC_ASSERT(std::bit_cast<std::uint64_t>(read.score_scale()) ==
+            std::bit_cast<std::uint64_t>(workload.score_scale()));
+  RC_ASSERT(read.metadata == workload.metadata);
+}
+
+RC_GTEST_PROP(WorkloadIoRoundTrip, NpyDirectoryKeepsTensorsBitExact, ()) {
+  static ScratchDir scratch;
+  const Workload workload = arbitrary_workload();
+  const std::string dir = scratch.unique("_workload");
+  write_workload(dir, workload);
+  const Workload read = read_workload(dir);
+  assert_same_tensors(read, workload);
+  RC_ASSERT(read.score_scale() == 1.0 / std::sqrt(double(workload.shape().head_dim)));
+}
+
+TEST(WorkloadIo, GqaFileFollowsTheNamingConvention) {
+  ScratchDir scratch;
+  Workload workload(Shape{2, 8, 2, 5, 4});
+  workload.k_data()[3] = 1.5f;
+  workload.set_score_scale(0.1);
+  workload.metadata = {{"source", "unit test"}};
+  const std::string path = scratch.path("gqa.safetensors");
+  write_workload(path, workload);
+  const SafetensorsFile file = read_safetensors(path);
+  EXPECT_EQ(file.tensors.size(), 6u);
+  EXPECT_EQ(file.tensors.at("layers.1.q").shape, (std::vector<std::size_t>{8, 5, 4}));
+  EXPECT_EQ(file.tensors.at("layers.1.k").shape, (std::vector<std::size_t>{2, 5, 4}));
+  EXPECT_EQ(file.tensors.at("layers.0.k").data[3], 1.5f);
+  EXPECT_EQ(file.metadata, (std::map<std::string, std::string>{
+                               {"format", "subevict.qkv.v1"},
+                               {"score_scale", "0.10000000000000001"},  // max_digits10 = 17
+                               {"source", "unit test"}}));
+  const Workload read = read_workload(path);
+  EXPECT_EQ(read, workload);
+  EXPECT_EQ(read.metadata, workload.metadata);
+  EXPECT_EQ(read.shape().attention_kind(), "GQA");
+}
+
+TEST(WorkloadIo, ReadsIndependentlyWrittenF16File) {
+  const Workload w = read_workload(kValidDataDir + "/reference_workload.safetensors");
+  expect_reference_values(w);
+  EXPECT_EQ(w.score_scale(), 0.5);
+  EXPECT_EQ(w.metadata, (std::map<std::string, std::string>{{"model", "toy"}}));
+}
+
+TEST(WorkloadIo, ReadsIndependentlyWrittenNpyDirectory) {
+  const Workload w = read_workload(kValidDataDir + "/reference_workload_npy");
+  expect_reference_values(w);
+  EXPECT_EQ(w.score_scale(), 1.0 / std::sqrt(2.0));
+  EXPECT_TRUE(w.metadata.empty());
+}
+
+/// Tensors of a valid workload file (all ones) that a test then breaks.
+std::map<std::string, Tensor<float>> layer_tensors(int layers, std::size_t q_heads,
+                                                   std::size_t kv_heads, std::size_t tokens,
+                                                   std::size_t head_dim) {
+  std::map<std::string, Tensor<float>> tensors;
+  for (int l = 0; l < layers; ++l) {
+    const std::string prefix = "layers." + std::to_string(l) + ".";
+    tensors[prefix + "q"] = {{q_heads, tokens, head_dim},
+                             std::vector<float>(q_heads * tokens * head_dim, 1.0f)};
+    for (const char* part : {"k", "v"}) {
+      tensors[prefix + part] = {{kv_heads, tokens, head_dim},
+                                std::vector<float>(kv_heads * tokens * head_dim, 1.0f)};
+    }
+  }
+  return tensors;
+}
+
+class WorkloadFileValidation : public ::testing::Test {
+ protected:
+  /// Writes the tensors and metadata, then expects read_workload to reject them with `parts`.
+  ::testing::AssertionResult rejected(const std::map<std::string, Tensor<float>>& tensors,
+                                      const std::vector<std::string>& parts,
+                                      const std::map<std::string, std::string>& metadata = {}) {
+    const std::string path = scratch_.unique(".safetensors");
+    write_safetensors(path, tensors, metadata);
+    std::vector<std::string> with_path = parts;
+    with_path.push_back(path);
+    return rejects([&] { read_workload(path); }, with_path);
+  }
+  ScratchDir scratch_;
+};
+
+TEST_F(WorkloadFileValidation, AcceptsTheBaseCase) {
+  const std::string path = scratch_.path("ok.safetensors");
+  write_safetensors(path, layer_tensors(2, 4, 2, 3, 5));
+  EXPECT_EQ(read_workload(path).shape(), (Shape{2, 4, 2, 3, 5}));
+}
+
+TEST_F(WorkloadFileValidation, UnknownNamesAreRejectedWithThePattern) {
+  for (const std::string name : {"model.embed", "layers.01.q", "layers.0.qq", "layers.-1.q",
+                                 "layers.0.Q", "layers..q", "layers.99999999999999999999.q"}) {
+    auto tensors = layer_tensors(1, 1, 1, 2, 2);
+    tensors[name] = {{1}, {1.0f}};
+    EXPECT_TRUE(rejected(tensors, {"tensor '" + name + "'", "layers.{l}.q, layers.{l}.k or"}));
+  }
+}
+
+TEST_F(WorkloadFileValidation, LayersMustBeCompleteAndContiguous) {
+  auto missing = layer_tensors(2, 2, 1, 2, 2);
+  missing.erase("layers.1.v");
+  EXPECT_TRUE(rejected(missing, {"tensor 'layers.1.v': expected q, k and v for every layer"}));
+  auto gap = layer_tensors(3, 2, 1, 2, 2);
+  for (const char* name : {"layers.1.q", "layers.1.k", "layers.1.v"}) gap.erase(name);
+  EXPECT_TRUE(rejected(gap, {"tensor 'layers.1.q': expected layers numbered contiguously from 0",
+                             "no tensors for layer 1 but some for layer 2"}));
+  EXPECT_TRUE(rejected({}, {"tensors: expected layers.0.q"}));
+}
+
+TEST_F(WorkloadFileValidation, ShapesMustAgree) {
+  auto layer_differs = layer_tensors(2, 2, 1, 3, 2);
+  layer_differs["layers.1.k"] = {{1, 4, 2}, std::vector<float>(8, 1.0f)};
+  layer_differs["layers.1.v"] = layer_differs["layers.1.k"];
+  EXPECT_TRUE(
+      rejected(layer_differs, {"tensor 'layers.1.k': shape: expected [1, 3, 2] (as in layer 0)"}));
+  auto v_differs = layer_tensors(1, 2, 2, 3, 2);
+  v_differs["layers.0.v"] = {{1, 3, 2}, std::vector<float>(6, 1.0f)};
+  EXPECT_TRUE(rejected(v_differs, {"tensor 'layers.0.v': shape: expected the shape of k"}));
+  EXPECT_TRUE(rejected(layer_tensors(1, 3, 2, 3, 2),
+                       {"tensor 'layers.0.k': shape: expected a number of KV heads that divides "
+                        "q_heads = 3, got 2 KV heads"}));
+  auto tokens_differ = layer_tensors(1, 2, 1, 3, 2);
+  tokens_differ["layers.0.k"] = tokens_differ["layers.0.v"] = {{1, 4, 2}, std::vector<float>(8)};
+  EXPECT_TRUE(rejected(tokens_differ,
+                       {"tensor 'layers.0.k': shape: expected tokens and head_dim equal to those "
+                        "of q ([2, 3, 2])"}));
+  auto rank = layer_tensors(1, 1, 1, 2, 2);
+  rank["layers.0.q"] = {{1, 2, 2, 1}, std::vector<float>(4, 1.0f)};
+  EXPECT_TRUE(rejected(rank, {"tensor 'layers.0.q': shape: expected [heads, tokens, head_dim]"}));
+  EXPECT_TRUE(rejected(layer_tensors(1, 1, 1, 0, 2),
+                       {"tensor 'layers.0.q': shape: expected dimensions between 1 and"}));
+}
+
+TEST_F(WorkloadFileValidation, MetadataMustBeWellFormed) {
+  const auto tensors = layer_tensors(1, 1, 1, 2, 2);
+  EXPECT_TRUE(rejected(tensors, {"__metadata__ 'format': expected 'subevict.qkv.v1'"},
+                       {{"format", "subevict.qkv.v2"}}));
+  for (const std::string bad : {"abc", "-1", "0", "inf", "nan", "0.5x", " 0.5", ""}) {
+    EXPECT_TRUE(rejected(tensors,
+                         {"__metadata__ 'score_scale': expected a positive finite decimal number"},
+                         {{"score_scale", bad}}))
+        << bad;
+  }
+}
+
+TEST_F(WorkloadFileValidation, NonfiniteValuesNameTheTensor) {
+  auto tensors = layer_tensors(1, 1, 1, 2, 2);
+  tensors["layers.0.v"].data[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(rejected(tensors, {"tensor 'layers.0.v': values", "NaN at element 3"}));
+}
+
+TEST(WorkloadIoDirectory, ValidatesTheNpyTriple) {
+  ScratchDir scratch;
+  const std::string dir = scratch.path("w");
+  write_workload(dir, Workload(Shape{2, 2, 1, 3, 2}));
+  std::filesystem::remove(dir + "/k.npy");
+  EXPECT_TRUE(rejects([&] { read_workload(dir); }, {"k.npy: file: expected a readable file"}));
+  write_npy(dir + "/k.npy", Tensor<float>{{2, 1, 3, 2}, std::vector<float>(12)});
+  write_npy(dir + "/v.npy", Tensor<float>{{1, 1, 3, 2}, std::vector<float>(6)});
+  EXPECT_TRUE(rejects([&] { read_workload(dir); },
+                      {"v.npy: shape: expected 2 layers (as in q.npy), got [1, 1, 3, 2]"}));
+  write_npy(dir + "/q.npy", Tensor<float>{{2, 3, 2}, std::vector<float>(12)});
+  EXPECT_TRUE(rejects([&] { read_workload(dir); },
+                      {"q.npy: shape: expected [layers, heads, tokens, head_dim]"}));
+}
+
+TEST(WorkloadIoWrite, RefusesToLoseOrCorruptInformation) {
+  ScratchDir scratch;
+  Workload scaled(Shape{1, 1, 1, 2, 4});
+  scaled.set_score_scale(0.25);
+  const std::string dir = scratch.path("scaled");
+  EXPECT_TRUE(rejects([&] { write_workload(dir, scaled); },
+                      {dir, "score_scale: expected the default 1/sqrt(head_dim)", "got 0.25"}));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  scaled.set_score_scale(0.5);  // = 1/sqrt(4), the default
+  EXPECT_NO_THROW(write_workload(dir, scaled));
+
+  Workload reserved(Shape{1, 1, 1, 2, 2});
+  reserved.metadata["score_scale"] = "2";
+  EXPECT_TRUE(rejects([&] { write_workload(scratch.path("r.safetensors"), reserved); },
+                      {"metadata: expected no entry named 'score_scale' (reserved)"}));
+  EXPECT_TRUE(rejects([&] { write_workload(scratch.path("d.safetensors"), Workload()); },
+                      {"workload: expected tensors sized as layers=1"}));
+  const std::string file = scratch.path("plain_file");
+  testing::write_bytes(file, {});
+  EXPECT_TRUE(rejects([&] { write_workload(file, Workload(Shape{})); },
+                      {file, "output directory: expected a directory"}));
+  EXPECT_TRUE(
+      rejects([&] { write_workload(scratch.path("no/such/dir/w.safetensors"), Workload(Shape{})); },
+              {"output file: expected to be written atomically"}));
+}
+
+}  // namespace
+}  // namespace subevict

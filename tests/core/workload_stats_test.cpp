@@ -1,0 +1,77 @@
+// Tests core/workload_stats.hpp on the LLM-like generator: the structures of real attention are
+// present in the default and each one's statistic moves when that structure is switched off.
+#include <gtest/gtest.h>
+
+#include "core/generator.hpp"
+#include "core/workload_stats.hpp"
+
+namespace subevict {
+namespace {
+
+/// Mean statistics of 4 heads x 1024 tokens of the llama2-7b-shaped LLM-like default, with one
+/// parameter changed by `edit`.
+template <class Edit>
+HeadStatistics measure(Edit edit) {
+  WorkloadSpec spec = spec_from_preset("llama2-7b", 1024, 1, 11);
+  spec.shape.q_heads = spec.shape.kv_heads = 4;
+  edit(spec.llm);
+  return mean_statistics(inspect_workload(generate_workload(spec)));
+}
+
+const HeadStatistics& defaults() {
+  static const HeadStatistics d = measure([](LlmLikeParams&) {});
+  return d;
+}
+
+TEST(LlmLikeDefault, ShowsTheStructureOfRealAttention) {
+  const HeadStatistics& d = defaults();
+  EXPECT_GT(d.sparsity, 0.90);                 // H2O: attention is over 90% sparse at tau = 1%
+  EXPECT_GT(d.power_law_r2, 0.9);              // accumulated attention is close to a power law
+  EXPECT_GT(d.heavy_share, 0.5);               // top 10% of tokens hold most received attention
+  EXPECT_GT(d.sink_mass, 0.2);                 // a large share of mass sits on the sinks
+  EXPECT_LT(d.norm_attention_spearman, -0.1);  // low-norm keys attract attention
+}
+
+TEST(LlmLikeSwitches, SinksOffRemovesSinkMass) {
+  const HeadStatistics off = measure([](LlmLikeParams& p) { p.sink_logit = 0; });
+  EXPECT_LT(off.sink_mass, 0.25 * defaults().sink_mass);
+}
+
+TEST(LlmLikeSwitches, HeavyHittersOffThinsTheTail) {
+  const HeadStatistics off = measure([](LlmLikeParams& p) { p.heavy_logit = 0; });
+  EXPECT_LT(off.heavy_share, defaults().heavy_share - 0.15);
+  EXPECT_LT(off.power_law_exponent, defaults().power_law_exponent);
+}
+
+TEST(LlmLikeSwitches, LowNormOffRemovesTheNegativeCorrelation) {
+  const HeadStatistics off = measure([](LlmLikeParams& p) { p.norm_logit_range = 0; });
+  EXPECT_GT(off.norm_attention_spearman, -0.05);
+}
+
+TEST(LlmLikeSwitches, RecencyOffLowersRecentMass) {
+  const HeadStatistics off = measure([](LlmLikeParams& p) { p.recency_logit = 0; });
+  EXPECT_LT(off.recent_mass, 0.75 * defaults().recent_mass);
+}
+
+TEST(LlmLikeSwitches, HigherTemperatureLowersSparsity) {
+  const HeadStatistics hot = measure([](LlmLikeParams& p) { p.temperature = 2; });
+  EXPECT_LT(hot.sparsity, defaults().sparsity - 0.1);
+}
+
+TEST(GaussianWorkload, ShowsNoneOfTheStructures) {
+  WorkloadSpec spec = spec_from_preset("llama2-7b", 1024, 1, 11);
+  spec.shape.q_heads = spec.shape.kv_heads = 4;
+  spec.kind = GeneratorKind::kGaussian;
+  const HeadStatistics g = mean_statistics(inspect_workload(generate_workload(spec)));
+  EXPECT_LT(g.sparsity, 0.5);
+  EXPECT_LT(g.sink_mass, 0.05);
+  EXPECT_LT(g.heavy_share, defaults().heavy_share);
+}
+
+TEST(Inspect, RejectsWorkloadsTooShortForTheWindows) {
+  const Workload w = generate_workload(spec_from_preset("tiny", 16, 1, 0));
+  EXPECT_THROW(inspect_workload(w), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace subevict
