@@ -167,6 +167,31 @@ TensorLayout checked_layout(std::span<const std::size_t> shape, DType dtype,
   return layout;
 }
 
+TensorLayout checked_output_layout(std::span<const std::size_t> shape, DType dtype,
+                                   std::size_t values, const std::string& path,
+                                   const std::string& shape_field, const std::string& data_field) {
+  const ReadOptions unlimited{.allow_nonfinite = true,
+                              .max_bytes = std::numeric_limits<std::uint64_t>::max()};
+  const TensorLayout layout =
+      checked_layout(shape, dtype, dtype_size(dtype), path, shape_field, unlimited);
+  if (layout.elements != values) {
+    throw InputError(path, data_field,
+                     std::to_string(layout.elements) + " values for shape " + shape_string(shape),
+                     std::to_string(values) + " values");
+  }
+  return layout;
+}
+
+std::uint64_t read_little_endian(std::span<const std::byte> bytes) {
+  std::uint64_t value = 0;
+  for (std::size_t i = bytes.size(); i-- > 0;) value = (value << 8) | std::uint8_t(bytes[i]);
+  return value;
+}
+
+void append_little_endian(std::uint64_t value, std::size_t size, std::string& out) {
+  for (std::size_t i = 0; i < size; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
 template <class T>
 void check_finite(std::span<const T> values, const std::string& source, const std::string& field) {
   for (std::size_t i = 0; i < values.size(); ++i) {

@@ -5,6 +5,7 @@
 /// safetensors.cpp so that both formats accept and reject exactly the same things.
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +43,19 @@ struct TensorLayout {
 TensorLayout checked_layout(std::span<const std::size_t> shape, DType dtype,
                             std::size_t decoded_size, const std::string& source,
                             const std::string& field, const ReadOptions& options);
+
+/// For writers: the layout of `shape` stored as `dtype`, with no size limit, after checking that
+/// the data holds exactly its element count (`values`). Throws InputError(path, ...) on an
+/// overflowing shape, and InputError(path, data_field, ...) on a count mismatch.
+TensorLayout checked_output_layout(std::span<const std::size_t> shape, DType dtype,
+                                   std::size_t values, const std::string& path,
+                                   const std::string& shape_field, const std::string& data_field);
+
+/// The unsigned little-endian integer stored in `bytes` (at most 8 of them).
+std::uint64_t read_little_endian(std::span<const std::byte> bytes);
+
+/// Appends the `size` (<= 8) low-order bytes of `value` to `out`, least significant first.
+void append_little_endian(std::uint64_t value, std::size_t size, std::string& out);
 
 /// Decodes `bytes` (little-endian elements of `dtype`, C order) into a Tensor<T> of `shape`, for
 /// T = float or double. Widening is exact; narrowing binary64 to float rounds to nearest (ties to

@@ -36,12 +36,6 @@ struct NpyHeader {
   std::optional<std::vector<std::size_t>> shape;
 };
 
-std::uint64_t read_little_endian(std::span<const std::byte> bytes) {
-  std::uint64_t value = 0;
-  for (std::size_t i = bytes.size(); i-- > 0;) value = (value << 8) | std::uint8_t(bytes[i]);
-  return value;
-}
-
 /// 'text' (built by appending: GCC 12 warns spuriously about "'" + std::string(...)).
 std::string quoted(std::string_view text) {
   std::string result;
@@ -322,9 +316,7 @@ std::string npy_preamble(std::string_view descr, std::span<const std::size_t> sh
     std::string preamble(kMagic.begin(), kMagic.end());
     preamble += static_cast<char>(version);
     preamble += '\0';
-    for (std::size_t i = 0; i < length_size; ++i) {
-      preamble += static_cast<char>((header_length >> (8 * i)) & 0xFF);
-    }
+    append_little_endian(header_length, length_size, preamble);
     return preamble + dict + std::string(padded - unpadded, ' ') + '\n';
   }
   throw InputError(path, "shape", "a rank whose .npy header fits in 4 GiB",
@@ -333,16 +325,7 @@ std::string npy_preamble(std::string_view descr, std::span<const std::size_t> sh
 
 template <class T>
 void write_npy_as(const std::string& path, TensorView<T> tensor, DType dtype) {
-  const ReadOptions unlimited{.allow_nonfinite = true,
-                              .max_bytes = std::numeric_limits<std::uint64_t>::max()};
-  const TensorLayout layout =
-      checked_layout(tensor.shape, dtype, sizeof(T), path, "shape", unlimited);
-  if (layout.elements != tensor.data.size()) {
-    throw InputError(
-        path, "tensor data",
-        std::to_string(layout.elements) + " values for shape " + shape_string(tensor.shape),
-        std::to_string(tensor.data.size()) + " values");
-  }
+  checked_output_layout(tensor.shape, dtype, tensor.data.size(), path, "shape", "tensor data");
   const std::string preamble =
       npy_preamble(dtype == DType::kF32 ? "<f4" : "<f8", tensor.shape, path);
   const std::array<std::span<const std::byte>, 2> chunks = {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -60,8 +59,7 @@ std::string_view split_header(std::span<const std::byte> bytes, const std::strin
     throw InputError(source, "header length", "an 8-byte little-endian header length",
                      "a " + std::to_string(bytes.size()) + "-byte file");
   }
-  std::uint64_t length = 0;
-  for (std::size_t i = kLengthSize; i-- > 0;) length = (length << 8) | std::uint8_t(bytes[i]);
+  const std::uint64_t length = read_little_endian(bytes.first(kLengthSize));
   if (length > kMaxSafetensorsHeaderBytes) {
     throw InputError(source, "header length",
                      "at most " + std::to_string(kMaxSafetensorsHeaderBytes) + " bytes",
@@ -259,32 +257,19 @@ void check_coverage(std::vector<const Entry*> entries, std::size_t buffer_size,
   }
 }
 
-std::array<char, kLengthSize> little_endian_length(std::uint64_t length) {
-  std::array<char, kLengthSize> bytes{};
-  for (std::size_t i = 0; i < kLengthSize; ++i) bytes[i] = static_cast<char>(length >> (8 * i));
-  return bytes;
-}
-
 /// The JSON header for `tensors` laid out contiguously in map order, padded to kDataAlignment.
 std::string header_text(const std::string& path,
                         const std::map<std::string, TensorView<float>>& tensors,
                         const std::map<std::string, std::string>& metadata) {
-  const ReadOptions unlimited{.allow_nonfinite = true,
-                              .max_bytes = std::numeric_limits<std::uint64_t>::max()};
   json header = json::object();
   std::uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     if (name.empty() || name == kMetadataKey) {
       throw InputError(path, tensor_field(name), "a non-empty name other than __metadata__");
     }
-    const TensorLayout layout = checked_layout(tensor.shape, DType::kF32, sizeof(float), path,
-                                               tensor_field(name, "shape"), unlimited);
-    if (layout.elements != tensor.data.size()) {
-      throw InputError(
-          path, tensor_field(name, "data"),
-          std::to_string(layout.elements) + " values for shape " + shape_string(tensor.shape),
-          std::to_string(tensor.data.size()) + " values");
-    }
+    const TensorLayout layout =
+        checked_output_layout(tensor.shape, DType::kF32, tensor.data.size(), path,
+                              tensor_field(name, "shape"), tensor_field(name, "data"));
     header[name] = {{"dtype", "F32"},
                     {"shape", tensor.shape},
                     {"data_offsets", {offset, offset + layout.stored_bytes}}};
@@ -339,7 +324,8 @@ void write_safetensors(const std::string& path,
                        const std::map<std::string, TensorView<float>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const std::string header = header_text(path, tensors, metadata);
-  const std::array<char, kLengthSize> length = little_endian_length(header.size());
+  std::string length;
+  append_little_endian(header.size(), kLengthSize, length);
   std::vector<std::span<const std::byte>> chunks = {std::as_bytes(std::span<const char>(length)),
                                                     std::as_bytes(std::span<const char>(header))};
   for (const auto& item : tensors) chunks.push_back(std::as_bytes(item.second.data));

@@ -42,6 +42,24 @@ std::vector<bool> gen_set(int i) {
   return set;
 }
 
+/// A random query row i of a random head with a random tracked set, its exact and tracked rows.
+struct TrackedCase {
+  Head h;
+  int i;
+  std::vector<bool> set;
+  Eigen::VectorXd logits, a, tracked;
+};
+
+TrackedCase gen_tracked_case() {
+  TrackedCase c{gen_head(4.0f), 0, {}, {}, {}, {}};
+  c.i = *rc::gen::inRange(0, c.h.n);
+  c.set = gen_set(c.i);
+  c.logits = causal_logits(c.h.Q(), c.h.K(), c.i, 0.5);
+  c.a = softmax(c.logits);
+  c.tracked = tracked_attention(c.logits, c.set);
+  return c;
+}
+
 RC_GTEST_PROP(ExactAttention, RowsSumToOne, ()) {
   const Head h = gen_head(4.0f);
   for (int i = 0; i < h.n; ++i) {
@@ -102,38 +120,31 @@ RC_GTEST_PROP(TrackedAttention, OverTheFullSetEqualsExactAttention, ()) {
 }
 
 RC_GTEST_PROP(TrackedAttention, EvictedPositionsAreExactlyZeroAndTheRestIsRenormalised, ()) {
-  const Head h = gen_head(4.0f);
-  const int i = *rc::gen::inRange(0, h.n);
-  const std::vector<bool> set = gen_set(i);
-  const Eigen::VectorXd logits = causal_logits(h.Q(), h.K(), i, 0.5);
-  const Eigen::VectorXd a = softmax(logits), tracked = tracked_attention(logits, set);
-  const double r = retained_mass(a, set);
-  for (int j = 0; j <= i; ++j) {
-    if (!set[j]) RC_ASSERT(tracked[j] == 0.0);
-    else RC_ASSERT(std::abs(tracked[j] - a[j] / r) <= T::sum(i + 1) * std::max(1.0, tracked[j]));
+  const TrackedCase c = gen_tracked_case();
+  const double r = retained_mass(c.a, c.set);
+  for (int j = 0; j <= c.i; ++j) {
+    if (!c.set[j]) {
+      RC_ASSERT(c.tracked[j] == 0.0);
+    } else {
+      RC_ASSERT(std::abs(c.tracked[j] - c.a[j] / r) <= T::sum(c.i + 1) * std::max(1.0, c.tracked[j]));
+    }
   }
 }
 
 RC_GTEST_PROP(TrackedAttention, TotalVariationIsOneMinusRetainedMass, ()) {
-  const Head h = gen_head(4.0f);
-  const int i = *rc::gen::inRange(0, h.n);
-  const std::vector<bool> set = gen_set(i);
-  const Eigen::VectorXd logits = causal_logits(h.Q(), h.K(), i, 0.5);
-  const Eigen::VectorXd a = softmax(logits);
-  const double tv = total_variation(a, tracked_attention(logits, set));
-  RC_ASSERT(std::abs(tv - (1.0 - retained_mass(a, set))) <= T::sum(i + 1));
+  const TrackedCase c = gen_tracked_case();
+  const double tv = total_variation(c.a, c.tracked);
+  RC_ASSERT(std::abs(tv - (1.0 - retained_mass(c.a, c.set))) <= T::sum(c.i + 1));
 }
 
 RC_GTEST_PROP(TrackedAttention, OutputErrorIsBoundedByTwiceTheLostMass, ()) {
-  const Head h = gen_head(4.0f);
-  const int i = *rc::gen::inRange(0, h.n);
-  const std::vector<bool> set = gen_set(i);
-  const Eigen::VectorXd logits = causal_logits(h.Q(), h.K(), i, 0.5);
-  const Eigen::VectorXd a = softmax(logits), tracked = tracked_attention(logits, set);
+  const TrackedCase c = gen_tracked_case();
+  const ConstHeadMap v = c.h.V();
   double max_v = 0;
-  for (int j = 0; j <= i; ++j) max_v = std::max(max_v, double(h.V().row(j).cast<double>().norm()));
-  const double err = (attention_output(a, h.V()) - attention_output(tracked, h.V())).norm();
-  RC_ASSERT(err <= 2.0 * (1.0 - retained_mass(a, set)) * max_v + T::sum(i + 1) * std::max(1.0, max_v));
+  for (int j = 0; j <= c.i; ++j) max_v = std::max(max_v, double(v.row(j).cast<double>().norm()));
+  const double err = (attention_output(c.a, v) - attention_output(c.tracked, v)).norm();
+  const double lost = 1.0 - retained_mass(c.a, c.set);
+  RC_ASSERT(err <= 2.0 * lost * max_v + T::sum(c.i + 1) * std::max(1.0, max_v));
 }
 
 RC_GTEST_PROP(ExactAttention, BlockedMatrixMatchesRowByRow, ()) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ namespace {
 const std::string kCorpusDir = SUBEVICT_SOURCE_DIR "/tests/data/malformed";
 const std::string kManifestHeader = "file\texpected_error_substring";
 /// Files of the corpus directory that are not corpus entries.
-const std::set<std::string> kNotCorpus = {"manifest.tsv", "make_corpus.py"};
+const std::set<std::string> kNotCorpus = {"manifest.tsv", "make_corpus.py", "__pycache__"};
 /// The brief's minimum per format.
 constexpr std::size_t kMinFilesPerFormat = 12;
 
@@ -28,6 +29,9 @@ struct CorpusEntry {
   std::string file;
   std::string expected;
 };
+
+/// Shows the file name (not the struct's bytes) when a parameterized test fails.
+void PrintTo(const CorpusEntry& entry, std::ostream* out) { *out << entry.file; }
 
 std::vector<CorpusEntry> load_manifest() {
   std::ifstream in(kCorpusDir + "/manifest.tsv");

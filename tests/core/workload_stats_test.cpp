@@ -9,11 +9,12 @@ namespace subevict {
 namespace {
 
 /// Mean statistics of 4 heads x 1024 tokens of the llama2-7b-shaped LLM-like default, with one
-/// parameter changed by `edit`.
+/// parameter changed by `edit` (or, for kGaussian, the Gaussian generator at that shape).
 template <class Edit>
-HeadStatistics measure(Edit edit) {
+HeadStatistics measure(Edit edit, GeneratorKind kind = GeneratorKind::kLlmLike) {
   WorkloadSpec spec = spec_from_preset("llama2-7b", 1024, 1, 11);
   spec.shape.q_heads = spec.shape.kv_heads = 4;
+  spec.kind = kind;
   edit(spec.llm);
   return mean_statistics(inspect_workload(generate_workload(spec)));
 }
@@ -59,10 +60,7 @@ TEST(LlmLikeSwitches, HigherTemperatureLowersSparsity) {
 }
 
 TEST(GaussianWorkload, ShowsNoneOfTheStructures) {
-  WorkloadSpec spec = spec_from_preset("llama2-7b", 1024, 1, 11);
-  spec.shape.q_heads = spec.shape.kv_heads = 4;
-  spec.kind = GeneratorKind::kGaussian;
-  const HeadStatistics g = mean_statistics(inspect_workload(generate_workload(spec)));
+  const HeadStatistics g = measure([](LlmLikeParams&) {}, GeneratorKind::kGaussian);
   EXPECT_LT(g.sparsity, 0.5);
   EXPECT_LT(g.sink_mass, 0.05);
   EXPECT_LT(g.heavy_share, defaults().heavy_share);
