@@ -7,11 +7,11 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"subevict: executable theory of KV-cache eviction"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "subevict 0.1.0");
-  subevict::cli::add_workload_command(app);
-  subevict::cli::add_verify_command(app);
   try {
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "subevict 0.1.0");
+    subevict::cli::add_workload_command(app);
+    subevict::cli::add_verify_command(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -18,7 +18,8 @@ inline constexpr int kStructureDims = 6;
 
 /// Per-head directions and the coefficients derived from LlmLikeParams.
 struct LlmLikeHeadTables {
-  double u[kStructureDims], c[kStructureDims], p[kStructureDims], p_perp[kStructureDims];
+  double u[kStructureDims] = {}, c[kStructureDims] = {}, p[kStructureDims] = {};
+  double p_perp[kStructureDims] = {};
   std::vector<double> w;           ///< recency vector over the first head_dim - 6 dims, unit norm
   std::vector<double> cos_phi;     ///< per token type: alignment of the type's key direction with p
 };
