@@ -1,4 +1,5 @@
 // `subevict workload generate` and `subevict workload inspect`.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -37,20 +38,13 @@ void add_generate(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the counter-based generator")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads (0: all cores); output does not depend on it");
-  LlmLikeParams& p = args->llm;
-  cmd->add_option("--sinks", p.sinks, "Attention-sink tokens (the first positions)")->capture_default_str();
-  cmd->add_option("--sink-logit", p.sink_logit, "Score bonus of sinks (0: off)")->capture_default_str();
-  cmd->add_option("--token-types", p.token_types, "Heavy-hitter token types")->capture_default_str();
-  cmd->add_option("--zipf-alpha", p.zipf_alpha, "Zipf exponent of type frequency")->capture_default_str();
-  cmd->add_option("--heavy-logit", p.heavy_logit, "Scale of type salience (0: off)")->capture_default_str();
-  cmd->add_option("--norm-logit-range", p.norm_logit_range, "Score range of low-norm keys (0: off)")
-      ->capture_default_str();
-  cmd->add_option("--recency-logit", p.recency_logit, "RoPE recency score (0: off)")->capture_default_str();
-  cmd->add_option("--rope-base", p.rope_base, "RoPE base (default: the preset's)")
-      ->each([args](const std::string&) { args->rope_base_set = true; });
-  cmd->add_option("--content-logit-std", p.content_logit_std, "Std of content scores")->capture_default_str();
-  cmd->add_option("--temperature", p.temperature, "Softmax temperature")->capture_default_str();
-  cmd->add_option("--value-std", p.value_std, "Std of values")->capture_default_str();
+  for_each_llm_field(args->llm, [cmd](const char* name, auto& field, const char* help) {
+    std::string flag = std::string("--") + name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    cmd->add_option(flag, field, help)->capture_default_str();
+  });
+  // The RoPE base defaults to the preset's, so remember whether the user gave one.
+  cmd->get_option("--rope-base")->each([args](const std::string&) { args->rope_base_set = true; });
   cmd->add_option("-o,--output", args->output, "Output: FILE.safetensors, or a directory for q/k/v.npy")
       ->required();
   cmd->callback([args]() {

@@ -118,24 +118,11 @@ Workload generate_workload(const WorkloadSpec& spec, int threads) {
   }
   w.metadata["generator"] = to_string(spec.kind);
   if (spec.kind == GeneratorKind::kLlmLike) {
-    const LlmLikeParams& p = spec.llm;
-    auto put = [&w](const char* key, double value) {
+    for_each_llm_field(spec.llm, [&w](const char* name, const auto& value, const char*) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", value);
-      w.metadata[std::string("llm.") + key] = buf;
-    };
-    put("content_logit_std", p.content_logit_std);
-    put("sinks", p.sinks);
-    put("sink_logit", p.sink_logit);
-    put("token_types", p.token_types);
-    put("zipf_alpha", p.zipf_alpha);
-    put("heavy_logit", p.heavy_logit);
-    put("norm_logit_range", p.norm_logit_range);
-    put("norm_spread", p.norm_spread);
-    put("recency_logit", p.recency_logit);
-    put("rope_base", p.rope_base);
-    put("temperature", p.temperature);
-    put("value_std", p.value_std);
+      std::snprintf(buf, sizeof buf, "%.17g", double(value));
+      w.metadata[std::string("llm.") + name] = buf;
+    });
   }
   w.metadata["seed"] = std::to_string(spec.seed);
   if (!spec.preset.empty()) w.metadata["preset"] = spec.preset;

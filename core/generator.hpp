@@ -46,6 +46,25 @@ struct LlmLikeParams {
   void validate() const;
 };
 
+/// Calls visit(name, field, help) for every field of `params` (an LlmLikeParams, const or not), in
+/// declaration order: the one list of parameters that the command line and the workload metadata
+/// are built from.
+template <class Params, class Visit>
+void for_each_llm_field(Params& params, Visit visit) {
+  visit("content_logit_std", params.content_logit_std, "Std of content scores");
+  visit("sinks", params.sinks, "Attention-sink tokens (the first positions)");
+  visit("sink_logit", params.sink_logit, "Score bonus of sinks (0: off)");
+  visit("token_types", params.token_types, "Heavy-hitter token types");
+  visit("zipf_alpha", params.zipf_alpha, "Zipf exponent of type frequency");
+  visit("heavy_logit", params.heavy_logit, "Scale of type salience (0: off)");
+  visit("norm_logit_range", params.norm_logit_range, "Score range of low-norm keys (0: off)");
+  visit("norm_spread", params.norm_spread, "Range of the key-norm offset, in key units");
+  visit("recency_logit", params.recency_logit, "RoPE recency score (0: off)");
+  visit("rope_base", params.rope_base, "RoPE base (default: the preset's)");
+  visit("temperature", params.temperature, "Softmax temperature");
+  visit("value_std", params.value_std, "Std of values");
+}
+
 enum class GeneratorKind { kGaussian, kLlmLike };
 
 /// Everything that determines a generated workload. The result is a pure function of this spec

@@ -84,6 +84,13 @@ class CliTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(d)), ["k.npy", "q.npy", "v.npy"])
         self.assertEqual(self.inspect(a)["heads"], self.inspect(d)["heads"])
 
+    def test_rope_base_defaults_to_the_presets_and_can_be_overridden(self):
+        f = self.path("l3.safetensors")
+        for extra, expected in (([], "500000"), (["--rope-base", "1000"], "1000")):
+            r = run("workload", "generate", "--preset", "llama3-8b", "--tokens", "48", "-o", f, *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(self.inspect(f)["metadata"]["llm.rope_base"], expected)
+
     def test_structure_switch_changes_the_workload(self):
         a, b = self.path("a.safetensors"), self.path("b.safetensors")
         self.generate(a)
