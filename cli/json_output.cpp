@@ -10,16 +10,9 @@ nlohmann::json to_json(const Shape& s) {
 }
 
 nlohmann::json to_json(const HeadStatistics& h) {
-  return {{"layer", h.layer},
-          {"q_head", h.q_head},
-          {"kv_head", h.kv_head},
-          {"sparsity", h.sparsity},
-          {"sink_mass", h.sink_mass},
-          {"recent_mass", h.recent_mass},
-          {"power_law_exponent", h.power_law_exponent},
-          {"power_law_r2", h.power_law_r2},
-          {"heavy_share", h.heavy_share},
-          {"norm_attention_spearman", h.norm_attention_spearman}};
+  nlohmann::json doc = {{"layer", h.layer}, {"q_head", h.q_head}, {"kv_head", h.kv_head}};
+  for_each_statistic([&](const char* name, double HeadStatistics::*field) { doc[name] = h.*field; });
+  return doc;
 }
 
 void write_json(const std::string& path, const nlohmann::json& doc) {

@@ -81,23 +81,10 @@ HeadStatistics mean_statistics(const std::vector<HeadStatistics>& heads) {
   HeadStatistics m;
   m.layer = m.q_head = m.kv_head = -1;
   if (heads.empty()) return m;
-  for (const HeadStatistics& h : heads) {
-    m.sparsity += h.sparsity;
-    m.sink_mass += h.sink_mass;
-    m.recent_mass += h.recent_mass;
-    m.power_law_exponent += h.power_law_exponent;
-    m.power_law_r2 += h.power_law_r2;
-    m.heavy_share += h.heavy_share;
-    m.norm_attention_spearman += h.norm_attention_spearman;
-  }
-  const double c = double(heads.size());
-  m.sparsity /= c;
-  m.sink_mass /= c;
-  m.recent_mass /= c;
-  m.power_law_exponent /= c;
-  m.power_law_r2 /= c;
-  m.heavy_share /= c;
-  m.norm_attention_spearman /= c;
+  for_each_statistic([&](const char*, double HeadStatistics::*field) {
+    for (const HeadStatistics& h : heads) m.*field += h.*field;
+    m.*field /= double(heads.size());
+  });
   return m;
 }
 

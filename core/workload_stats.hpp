@@ -44,6 +44,19 @@ struct HeadStatistics {
   double norm_attention_spearman = 0;
 };
 
+/// Calls visit(name, member) with a pointer to each measured statistic of HeadStatistics, in
+/// declaration order: the one list the mean and the JSON output are built from.
+template <class Visit>
+void for_each_statistic(Visit visit) {
+  visit("sparsity", &HeadStatistics::sparsity);
+  visit("sink_mass", &HeadStatistics::sink_mass);
+  visit("recent_mass", &HeadStatistics::recent_mass);
+  visit("power_law_exponent", &HeadStatistics::power_law_exponent);
+  visit("power_law_r2", &HeadStatistics::power_law_r2);
+  visit("heavy_share", &HeadStatistics::heavy_share);
+  visit("norm_attention_spearman", &HeadStatistics::norm_attention_spearman);
+}
+
 /// Statistics of one head. Requires tokens > sinks + recent_window + 2 (std::invalid_argument).
 /// Cost O(tokens^2 * head_dim).
 HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const InspectOptions& opt = {});
