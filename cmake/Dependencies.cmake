@@ -14,3 +14,8 @@ endif()
 if(SUBEVICT_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
+# COIN-OR CBC (integer programs: independent cross-checks of the exact optima) and LEMON (network
+# simplex for the offline eviction optimum), both found through pkg-config as Debian ships them.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CBC REQUIRED IMPORTED_TARGET cbc)
+pkg_check_modules(LEMON REQUIRED IMPORTED_TARGET lemon)
