@@ -13,4 +13,17 @@ void add_workload_command(CLI::App& app);
 /// `subevict verify`: runs the checks that exist on the built-in default workload.
 void add_verify_command(CLI::App& app);
 
+/// `subevict optimum`: greedy against the optimum or a certified bound (facility location from a
+/// similarity .npy or an OR-Library p-median file, weighted coverage from an incidence .npy).
+void add_optimum_command(CLI::App& app);
+
+/// `subevict regress`: sparse softmax regression by exact or approximate Newton or gradient
+/// descent, on a generated instance or on the user's A, b, w (.npy).
+void add_regress_command(CLI::App& app);
+
+/// `subevict simulate`: eviction policies per (layer, KV head) on a generated or imported
+/// workload against the exact offline optimum (min-cost flow) and the per-step oracle; CSV, JSON
+/// and gnuplot plots.
+void add_simulate_command(CLI::App& app);
+
 }  // namespace subevict::cli

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "subevict 0.1.0");
     subevict::cli::add_workload_command(app);
     subevict::cli::add_verify_command(app);
+    subevict::cli::add_optimum_command(app);
+    subevict::cli::add_regress_command(app);
+    subevict::cli::add_simulate_command(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

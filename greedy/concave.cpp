@@ -1,0 +1,42 @@
+#include "greedy/concave.hpp"
+
+#include <cmath>
+
+#include "core/input_error.hpp"
+
+namespace subevict::greedy {
+
+double concave_value(Concave h, double z) {
+  switch (h) {
+    case Concave::kIdentity:
+      return z;
+    case Concave::kSqrt:
+      return std::sqrt(z + 1.0);
+    case Concave::kLog:
+      return std::log1p(z);
+  }
+  return z;
+}
+
+std::string concave_name(Concave h) {
+  switch (h) {
+    case Concave::kIdentity:
+      return "identity";
+    case Concave::kSqrt:
+      return "sqrt";
+    case Concave::kLog:
+      return "log";
+  }
+  return "identity";
+}
+
+Concave parse_concave(std::string_view name) {
+  for (Concave h : {Concave::kIdentity, Concave::kSqrt, Concave::kLog}) {
+    if (name == concave_name(h)) {
+      return h;
+    }
+  }
+  throw InputError("concave", "name", "identity, sqrt or log", std::string(name));
+}
+
+}  // namespace subevict::greedy

@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// The per-step reversible oracle of theory.md §5 (0-based steps):
+/// U_i = W_ii + (sum of the `budget` largest entries of W_i over tokens 0..i−1).
+/// It may re-admit evicted tokens, so it bounds every schedule of the irreversible process step by
+/// step: r_i(G_i) ≤ U_i because |G_i \ {i}| = |S_{i−1}| ≤ budget. For attention rows U_i ≤ 1.
+
+#include <Eigen/Core>
+#include <vector>
+
+namespace subevict::greedy {
+
+/// The oracle per step and summed.
+struct StepOracle {
+  /// U_i per step (length n).
+  Eigen::VectorXd per_step;
+  /// Σ_i U_i.
+  double total = 0.0;
+  /// The chosen past tokens of each step (ascending): the `budget` largest W_ij over j < i, ties
+  /// to the lowest index. Filled only when requested (memory O(n min(n, budget))).
+  std::vector<std::vector<int>> chosen;
+};
+
+/// U_i for every step of the gain matrix W (n × n, see cache_schedule.hpp: attention, weighted or
+/// GQA-summed). Throws InputError for an invalid W or budget < 0. O(n²) time, O(n) extra memory
+/// (plus `chosen` when keep_sets).
+StepOracle step_oracle(const Eigen::MatrixXd& gains, int budget, bool keep_sets = false);
+
+}  // namespace subevict::greedy
