@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/input_error.hpp"
+#include "core/named_choice.hpp"
 
 namespace subevict::greedy {
 
@@ -31,12 +31,8 @@ std::string concave_name(Concave h) {
 }
 
 Concave parse_concave(std::string_view name) {
-  for (Concave h : {Concave::kIdentity, Concave::kSqrt, Concave::kLog}) {
-    if (name == concave_name(h)) {
-      return h;
-    }
-  }
-  throw InputError("concave", "name", "identity, sqrt or log", std::string(name));
+  return parse_named_choice(name, {Concave::kIdentity, Concave::kSqrt, Concave::kLog}, concave_name,
+                            "concave");
 }
 
 }  // namespace subevict::greedy

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/input_error.hpp"
+#include "core/named_choice.hpp"
 
 namespace subevict::greedy {
 
@@ -20,10 +20,9 @@ std::string to_string(GroupAggregation aggregation) {
 }
 
 GroupAggregation parse_group_aggregation(std::string_view name) {
-  for (GroupAggregation a : {GroupAggregation::kSum, GroupAggregation::kMean, GroupAggregation::kMax}) {
-    if (name == to_string(a)) return a;
-  }
-  throw InputError("aggregation", "name", "sum, mean or max", std::string(name));
+  return parse_named_choice(
+      name, {GroupAggregation::kSum, GroupAggregation::kMean, GroupAggregation::kMax},
+      [](GroupAggregation a) { return to_string(a); }, "aggregation");
 }
 
 void HeadGroup::validate() const {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/input_error.hpp"
+#include "core/named_choice.hpp"
 #include "greedy/policies/h2o_alg1.hpp"
 #include "greedy/policies/h2o_alg2.hpp"
 #include "greedy/policies/h2o_flexgen.hpp"
@@ -64,10 +65,8 @@ std::string to_string(Pooling pooling) {
 }
 
 Pooling parse_pooling(std::string_view name) {
-  for (Pooling p : {Pooling::kNone, Pooling::kMax, Pooling::kAvg}) {
-    if (name == to_string(p)) return p;
-  }
-  throw InputError("pooling", "name", "none, max or avg", std::string(name));
+  return parse_named_choice(name, {Pooling::kNone, Pooling::kMax, Pooling::kAvg},
+                            [](Pooling p) { return to_string(p); }, "pooling");
 }
 
 std::vector<std::string> policy_names() {
