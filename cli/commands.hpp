@@ -10,7 +10,8 @@ namespace subevict::cli {
 /// `subevict workload generate|inspect`.
 void add_workload_command(CLI::App& app);
 
-/// `subevict verify`: runs the checks that exist on the built-in default workload.
+/// `subevict verify`: runs the registry of checks (proofs_checks) on the built-in LLM-like workload
+/// or an imported one; prints a table and writes report/ (report.md, results.json, plots).
 void add_verify_command(CLI::App& app);
 
 /// `subevict optimum`: greedy against the optimum or a certified bound (facility location from a
@@ -25,5 +26,9 @@ void add_regress_command(CLI::App& app);
 /// workload against the exact offline optimum (min-cost flow) and the per-step oracle; CSV, JSON
 /// and gnuplot plots.
 void add_simulate_command(CLI::App& app);
+
+/// `subevict sweep` and `subevict sweep report`: experiment grids from TOML into a resumable
+/// SQLite store, sharded over mpirun ranks or --shard i/N; CSV, Markdown and plots.
+void add_sweep_command(CLI::App& app);
 
 }  // namespace subevict::cli

@@ -26,17 +26,21 @@
 
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
+#include "cli/output_directory.hpp"
 #include "core/atomic_file.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/cache_schedule.hpp"
+#include "greedy/head_evaluation.hpp"
 #include "greedy/head_group.hpp"
 #include "greedy/lookahead.hpp"
 #include "greedy/offline_optimum.hpp"
 #include "greedy/policy_registry.hpp"
 #include "greedy/simulator.hpp"
 #include "greedy/step_oracle.hpp"
+#include "kernels/batched_simulation.hpp"
+#include "kernels/generate.hpp"
 
 namespace subevict::cli {
 namespace {
@@ -60,16 +64,15 @@ struct SimulateArgs {
   std::string output;
   std::string json;
   bool no_plots = false;
+  std::string backend;  // empty: the fastest available
 };
 
+/// Batched traces of the five batched policies by (policy, budget value), on a non-reference backend.
+using BatchedRuns = std::map<std::pair<std::string, double>, kernels::BatchedSimulation>;
+
 /// One (layer, KV head, budget) cell: every policy's trace, the optimum and the oracle.
-struct Cell {
-  int layer = 0, kv_head = 0, budget = 0, heads = 1, tokens = 0;
+struct Cell : greedy::HeadEvaluation {
   double budget_value = 0.0;  // as given
-  std::vector<Trace> traces;
-  bool has_optimum = false, has_oracle = false;
-  greedy::ScheduleSummary optimum;
-  greedy::StepOracle oracle;
 };
 
 std::vector<std::string> split(const std::string& list) {
@@ -106,14 +109,7 @@ double parse_budget_value(const std::string& text) {
   return v;
 }
 
-greedy::Budget to_budget(double v) {
-  return v < 1.0 ? greedy::Budget::ratio_of_tokens(v) : greedy::Budget::absolute(int(v));
-}
-
-std::unique_ptr<greedy::EvictionPolicy> make(const std::string& name, const SimulateArgs& args) {
-  if (name == "lookahead") return std::make_unique<greedy::LookaheadPolicy>(args.horizon);
-  return greedy::make_policy(name);
-}
+greedy::Budget to_budget(double v) { return greedy::budget_from_value(v, "simulate"); }
 
 std::string fmt(double x) {
   char buf[40];
@@ -121,17 +117,10 @@ std::string fmt(double x) {
   return buf;
 }
 
-/// Writes `text` to `path` atomically.
-void write_text(const std::string& path, const std::string& text) {
-  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
-  const std::span<const std::byte> chunks[] = {bytes};
-  write_file_atomically(path, chunks);
-}
-
 /// Runs the cells of the selected heads on `threads` workers (results in a fixed order).
 std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, int>>& heads,
                             const std::vector<double>& budgets, const std::vector<std::string>& names,
-                            const SimulateArgs& args) {
+                            const SimulateArgs& args, const BatchedRuns& batched) {
   const int n = w.shape().tokens;
   std::vector<Cell> cells(heads.size() * budgets.size());
   std::atomic<std::size_t> next{0}, done{0};
@@ -142,30 +131,25 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
     for (std::size_t c; (c = next++) < cells.size();) {
       try {
         const auto [layer, kv] = heads[c / budgets.size()];
-        const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
         Cell& cell = cells[c];
-        cell.layer = layer;
-        cell.kv_head = kv;
-        cell.heads = group.group_size();
-        cell.tokens = n;
         cell.budget_value = budgets[c % budgets.size()];
-        cell.budget = to_budget(cell.budget_value).resolve(n, 0);
-        greedy::SimulationOptions options;
-        options.budget = cell.budget;
+        greedy::HeadEvaluationOptions options;
+        options.budget = to_budget(cell.budget_value).resolve(n, 0);
         options.seed = args.seed;
-        for (const std::string& name : names) {
-          auto policy = make(name, args);
-          cell.traces.push_back(greedy::simulate(group, *policy, options));
+        options.horizon = args.horizon;
+        options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
+        std::vector<std::string> rest;  // the policies the reference simulator runs
+        for (const auto& name : names) {
+          if (!batched.count({name, cell.budget_value})) rest.push_back(name);
         }
-        if (args.optimum != "none") {
-          const Eigen::MatrixXd gains = greedy::gain_matrix(group);
-          cell.oracle = greedy::step_oracle(gains, cell.budget);
-          cell.has_oracle = true;
-          if (args.optimum == "flow") {
-            cell.optimum = greedy::offline_optimum(gains, cell.budget);
-            cell.has_optimum = cell.optimum.status == greedy::ScheduleStatus::kOptimal;
-          }
+        static_cast<greedy::HeadEvaluation&>(cell) = greedy::evaluate_head(w, layer, kv, rest, options);
+        std::vector<Trace> ordered;
+        std::size_t from_rest = 0;
+        for (const auto& name : names) {
+          const auto it = batched.find({name, cell.budget_value});
+          ordered.push_back(it != batched.end() ? it->second.trace(layer, kv) : std::move(cell.traces[from_rest++]));
         }
+        cell.traces = std::move(ordered);
         const std::size_t finished = ++done;
         if (progress) {
           std::lock_guard<std::mutex> lock(mutex);
@@ -187,12 +171,6 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   return cells;
-}
-
-double mean_output_error(const Trace& t) {
-  double sum = 0.0;
-  for (const auto& s : t.steps) sum += s.output_error;
-  return t.steps.empty() ? 0.0 : sum / double(t.steps.size());
 }
 
 /// The files of one run, by name, and the JSON document.
@@ -231,7 +209,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
                               std::to_string(c.kv_head) + " budget " + fmt(c.budget_value);
     for (const Trace& t : c.traces) {
       const double total = t.total_retained_mass() / g;
-      const double err = mean_output_error(t);
+      const double err = greedy::mean_output_error(t);
       summary << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << c.budget << ','
               << t.policy << ',' << (t.oracle ? 1 : 0) << ',' << fmt(total) << ','
               << fmt(total / n) << ',' << fmt(err) << ',' << (c.has_optimum ? fmt(opt) : "") << ','
@@ -383,38 +361,6 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
   return out;
 }
 
-/// Writes every file into a fresh temporary directory beside `dir`, runs gnuplot there, then
-/// moves each file into `dir` (created if missing) with an atomic rename: a failure leaves `dir`
-/// as it was.
-void publish(const std::string& dir, const Outputs& outputs, bool plots) {
-  fs::path target = fs::absolute(dir).lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();  // "out/"
-  const fs::path temp = target.parent_path() / (target.filename().string() + ".tmp." + std::to_string(getpid()));
-  std::error_code ec;
-  fs::remove_all(temp, ec);
-  if (!fs::create_directories(temp, ec) || ec) {
-    throw InputError(dir, "output directory", "a writable location", ec.message());
-  }
-  try {
-    for (const auto& [name, text] : outputs.files) write_text((temp / name).string(), text);
-    write_json((temp / "results.json").string(), outputs.doc);
-    if (plots) {
-      const std::string cmd = "cd '" + temp.string() + "' && gnuplot plots.gp > /dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) {
-        std::cerr << "subevict: warning: gnuplot failed or is missing; plots skipped\n";
-      }
-    }
-    fs::create_directories(target);
-    for (const auto& entry : fs::directory_iterator(temp)) {
-      fs::rename(entry.path(), target / entry.path().filename());
-    }
-    fs::remove_all(temp);
-  } catch (...) {
-    fs::remove_all(temp, ec);
-    throw;
-  }
-}
-
 void run_simulate(const SimulateArgs& args) {
   // Validate everything cheap before any work or output.
   if (args.preset.empty() == args.workload.empty()) {
@@ -426,7 +372,10 @@ void run_simulate(const SimulateArgs& args) {
   if (args.threads < 0) throw InputError("simulate", "--threads", "an integer >= 0", std::to_string(args.threads));
   const std::vector<std::string> names = split(args.policies);
   if (names.empty()) throw InputError("simulate", "--policies", "at least one policy name");
-  for (const auto& name : names) (void)make(name, args);  // unknown names throw here
+  for (const auto& name : names) (void)greedy::make_named_policy(name, args.horizon);  // unknown names throw here
+  const kernels::Backend backend =
+      args.backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args.backend);
+  kernels::require_available(backend);
   const double main_budget = parse_budget_value(fmt(args.budget));
   std::set<double> budget_set{main_budget};
   for (const auto& b : split(args.budgets)) budget_set.insert(parse_budget_value(b));
@@ -436,7 +385,7 @@ void run_simulate(const SimulateArgs& args) {
   if (!args.workload.empty()) {
     w = read_workload(args.workload);
   } else {
-    w = generate_workload(spec_from_preset(args.preset, args.tokens, args.layers, args.seed));
+    w = kernels::generate_workload(spec_from_preset(args.preset, args.tokens, args.layers, args.seed), backend);
   }
   const Shape& shape = w.shape();
   if (!args.workload.empty() && args.tokens != 0 && args.tokens != shape.tokens) {
@@ -466,9 +415,23 @@ void run_simulate(const SimulateArgs& args) {
   SimulateArgs run_args = args;
   run_args.threads = threads;
 
-  const std::vector<Cell> cells = run_cells(w, heads, budgets, names, run_args);
+  BatchedRuns batched;
+  if (backend != kernels::Backend::kReference) {
+    for (const auto& name : names) {
+      if (!kernels::is_batched_policy(name)) continue;
+      for (double b : budgets) {
+        kernels::BatchedOptions options;
+        options.policy = kernels::parse_batched_policy(name);
+        options.budget = to_budget(b).resolve(shape.tokens, 0);
+        batched.emplace(std::pair{name, b}, kernels::simulate_batched(w, options, backend));
+      }
+    }
+  }
+  const std::vector<Cell> cells = run_cells(w, heads, budgets, names, run_args, batched);
   const Outputs outputs = build_outputs(cells, names, budgets, main_budget, w, args);
-  publish(args.output, outputs, !args.no_plots);
+  std::map<std::string, std::string> files = outputs.files;
+  files["results.json"] = outputs.doc.dump(2) + "\n";
+  publish_directory(args.output, files, !args.no_plots);
   if (!args.json.empty()) write_json(args.json, outputs.doc);
 
   // The headline table: aggregated mean retained mass per policy at the main budget.
@@ -516,6 +479,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Output directory")->required();
   cmd->add_option("--json", args->json, "Also write results.json to this file");
   cmd->add_flag("--no-plots", args->no_plots, "Skip the gnuplot plots");
+  cmd->add_option("--backend", args->backend,
+                  "reference | portable | cuda (default: the fastest available): runs h2o, local, streamingllm, "
+                  "l2norm and tova batched over all heads; other policies, the oracle and the optimum always run "
+                  "on the reference; output formats are identical");
   cmd->callback([args]() { run_simulate(*args); });
 }
 

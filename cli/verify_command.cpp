@@ -1,129 +1,203 @@
-// `subevict verify`: the checks that exist so far, run on the built-in default workload. The
-// registry of every lemma (proofs_checks) replaces this list as it lands; until then the command
-// names what is not there yet.
-#include <algorithm>
+// `subevict verify`: runs the registry of checks (proofs_checks/registry.hpp) on the built-in
+// LLM-like workload or an imported one, prints a table and writes report/ (report.md,
+// results.json, plots).
 #include <cstdio>
+#include <fstream>
 #include <iostream>
-#include <random>
-#include <vector>
+#include <memory>
+#include <set>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
-#include "core/attention.hpp"
 #include "core/generator.hpp"
-#include "core/metrics.hpp"
-#include "core/tolerance.hpp"
-#include "core/workload_stats.hpp"
+#include "core/input_error.hpp"
+#include "core/workload_io.hpp"
+#include "proofs_checks/format.hpp"
+#include "proofs_checks/registry.hpp"
+#include "proofs_checks/report.hpp"
+#include "proofs_checks/runner.hpp"
 
 namespace subevict::cli {
 namespace {
 
-/// printf-style formatting of one number.
-std::string fmt(const char* format, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, x);
-  return buf;
-}
+namespace pc = proofs_checks;
 
-struct CheckResult {
-  std::string id, reference, statement, status, key_number;
-  double value = 0;
+struct VerifyArgs {
+  std::string output = "report";
+  bool list = false;
+  std::vector<std::string> checks;
+  std::string config;
+  std::string workload;
+  std::string json;
+  bool fail_on_violation = false;
+  int tokens = 1024;
+  std::uint64_t seed = 7;
+  double effort = 1.0;
+  double budget_ratio = 0.2;
+  std::string preset = "llama2-7b";
 };
 
-/// Identities of theory.md §1 on random tracked sets of every head: rows sum to 1,
-/// TV = 1 - r, ||o - o~|| <= 2 (1 - r) max ||v||. Returns the worst deviations.
-std::vector<CheckResult> identity_checks(const Workload& w, std::uint64_t seed) {
-  const Shape& s = w.shape();
-  std::mt19937_64 rng(seed);
-  double worst_sum = 0, worst_tv = 0, min_slack = 1e300;
-  long long rows = 0;
-  for (int l = 0; l < s.layers; ++l) {
-    for (int h = 0; h < s.q_heads; ++h) {
-      const ConstHeadMap q = w.q(l, h), k = w.k(l, s.kv_head_of(h)), v = w.v(l, s.kv_head_of(h));
-      double max_v = 0;
-      for (int j = 0; j < s.tokens; ++j) max_v = std::max(max_v, double(v.row(j).cast<double>().norm()));
-      for (int trial = 0; trial < 16; ++trial) {
-        const int i = std::uniform_int_distribution<int>(0, s.tokens - 1)(rng);
-        const Eigen::VectorXd logits = causal_logits(q, k, i, w.score_scale());
-        const Eigen::VectorXd a = softmax(logits);
-        std::vector<bool> in_set(i + 1);
-        for (int j = 0; j < i; ++j) in_set[j] = std::bernoulli_distribution(0.2)(rng);
-        in_set[i] = true;  // the current token always sees itself
-        const Eigen::VectorXd tracked = tracked_attention(logits, in_set);
-        const double r = retained_mass(a, in_set);
-        worst_sum = std::max(worst_sum, std::abs(a.sum() - 1.0));
-        worst_tv = std::max(worst_tv, std::abs(total_variation(a, tracked) - (1.0 - r)));
-        const double err = (attention_output(a, v) - attention_output(tracked, v)).norm();
-        min_slack = std::min(min_slack, 2.0 * (1.0 - r) * max_v - err);
-        ++rows;
-      }
-    }
+/// Which options were given on the command line (they override the config file).
+struct Given {
+  bool checks = false, tokens = false, seed = false, effort = false, budget_ratio = false, preset = false;
+};
+
+template <typename T>
+T config_value(const nlohmann::json& value, const std::string& file, const std::string& key, const char* expected) {
+  try {
+    return value.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(file, key, expected, value.dump());
   }
-  const double tol = Tol<double>::sum(std::size_t(s.tokens));
-  const std::string n = std::to_string(rows) + " rows";
-  return {
-      {"core.row_sums", "theory.md §1", "exact attention rows sum to 1",
-       worst_sum <= tol ? "held" : "violated", fmt("max |sum - 1| = %.2e", worst_sum) + ", " + n, worst_sum},
-      {"core.tv_identity", "theory.md §1", "TV(a, a~) = 1 - r(G) for tracked attention",
-       worst_tv <= tol ? "held" : "violated", fmt("max deviation %.2e", worst_tv) + ", " + n, worst_tv},
-      {"core.output_bound", "theory.md §1", "||o - o~|| <= 2 (1 - r(G)) max ||v||",
-       min_slack >= -tol ? "held" : "violated", fmt("min slack %.3g", min_slack) + ", " + n, min_slack},
-  };
 }
 
-std::vector<CheckResult> structure_checks(const Workload& w) {
-  const HeadStatistics m = mean_statistics(inspect_workload(w));
-  return {
-      {"h2o.sec3_sparsity", "H2O §3", "over 95% of attention entries are below 1% of the row max",
-       m.sparsity > 0.95 ? "held" : "violated", fmt("mean sparsity %.4f", m.sparsity), m.sparsity},
-      {"h2o.sec3_power_law", "H2O §3", "accumulated attention follows a power law (log-log R^2 >= 0.9)",
-       m.power_law_r2 >= 0.9 ? "held" : "violated",
-       fmt("R^2 %.3f", m.power_law_r2) + fmt(", exponent %.2f", m.power_law_exponent), m.power_law_r2},
-      {"l2norm.correlation", "Devoto et al. §3", "key norm correlates negatively with attention",
-       m.norm_attention_spearman < 0 ? "held" : "violated",
-       fmt("mean Spearman %.3f", m.norm_attention_spearman), m.norm_attention_spearman},
-  };
+/// Applies the keys of the JSON config `file` that the command line did not set.
+void apply_config(VerifyArgs& args, const Given& given) {
+  std::ifstream in(args.config);
+  if (!in) throw InputError(args.config, "config file", "a readable JSON file");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(args.config, "config file", "valid JSON", e.what());
+  }
+  if (!doc.is_object()) throw InputError(args.config, "config file", "a JSON object", doc.type_name());
+  const char* keys = "one of tokens, seed, effort, budget_ratio, preset, checks";
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "tokens") {
+      if (!given.tokens) args.tokens = config_value<int>(value, args.config, key, "an integer");
+    } else if (key == "seed") {
+      if (!given.seed) args.seed = config_value<std::uint64_t>(value, args.config, key, "a non-negative integer");
+    } else if (key == "effort") {
+      if (!given.effort) args.effort = config_value<double>(value, args.config, key, "a number");
+    } else if (key == "budget_ratio") {
+      if (!given.budget_ratio) args.budget_ratio = config_value<double>(value, args.config, key, "a number");
+    } else if (key == "preset") {
+      if (!given.preset) args.preset = config_value<std::string>(value, args.config, key, "a preset name");
+    } else if (key == "checks") {
+      if (!given.checks) args.checks = config_value<std::vector<std::string>>(value, args.config, key, "an array of check ids");
+    } else {
+      throw InputError(args.config, "key \"" + key + "\"", keys);
+    }
+  }
+}
+
+void validate(const VerifyArgs& args, const Given& given) {
+  if (!(args.effort > 0) || !(args.effort <= 100)) {
+    throw InputError("verify", "--effort", "a number in (0, 100]", pc::format_number(args.effort));
+  }
+  if (!(args.budget_ratio > 0) || !(args.budget_ratio <= 1)) {
+    throw InputError("verify", "--budget-ratio", "a number in (0, 1]", pc::format_number(args.budget_ratio));
+  }
+  if (args.tokens < 2) throw InputError("verify", "--tokens", "an integer >= 2", std::to_string(args.tokens));
+  if (!args.workload.empty() && (given.tokens || given.preset)) {
+    throw InputError("verify", "--workload", "no --tokens or --preset with an imported workload (its shape is the file's)");
+  }
+}
+
+/// The selected checks in registry order; an unknown id is an error listing the valid ones.
+std::vector<std::unique_ptr<pc::Check>> select_checks(const std::vector<std::string>& ids) {
+  std::vector<std::unique_ptr<pc::Check>> all = pc::all_checks();
+  if (ids.empty()) return all;
+  std::set<std::string> known;
+  for (const auto& c : all) known.insert(c->info().id);
+  for (const std::string& id : ids) {
+    if (known.count(id)) continue;
+    std::string valid;
+    for (const auto& c : all) valid += (valid.empty() ? "" : ", ") + c->info().id;
+    throw InputError("verify", "--check", "a registered check id (" + valid + ")", id);
+  }
+  std::vector<std::unique_ptr<pc::Check>> chosen;
+  for (auto& c : all) {
+    if (std::find(ids.begin(), ids.end(), c->info().id) != ids.end()) chosen.push_back(std::move(c));
+  }
+  return chosen;
+}
+
+void print_list() {
+  std::printf("%-32s %s\n", "id", "reference");
+  for (const auto& c : pc::all_checks()) {
+    const pc::CheckInfo i = c->info();
+    std::printf("%-32s %s\n", i.id.c_str(), i.reference.c_str());
+  }
+}
+
+void run_verify(VerifyArgs args, const Given& given) {
+  if (!args.config.empty()) apply_config(args, given);
+  validate(args, given);
+  const std::vector<std::unique_ptr<pc::Check>> checks = select_checks(args.checks);
+  Workload workload;
+  std::string description;
+  if (!args.workload.empty()) {
+    workload = read_workload(args.workload);
+    description = "imported " + args.workload + " (" + to_string(workload.shape()) + ")";
+  } else {
+    workload = generate_workload(spec_from_preset(args.preset, args.tokens, 1, args.seed));
+    description = "built-in LLM-like " + args.preset + ", " + to_string(workload.shape()) + ", seed " +
+                  std::to_string(args.seed);
+  }
+  std::cout << "workload: " << description << "\n\n";
+  pc::CheckContext context;
+  context.workload = &workload;
+  context.seed = args.seed;
+  context.effort = args.effort;
+  context.budget_ratio = args.budget_ratio;
+  std::vector<const pc::Check*> pointers;
+  for (const auto& c : checks) pointers.push_back(c.get());
+  std::printf("%-32s %-19s %s\n", "check", "status", "key number");
+  const std::vector<pc::CheckRun> runs = pc::run_checks(pointers, context, [](const pc::CheckRun& run) {
+    std::printf("%-32s %-19s %s\n", run.info.id.c_str(), pc::outcome_name(run.result.outcome),
+                run.result.key_number.c_str());
+    std::fflush(stdout);
+  });
+  const pc::RunSettings settings{description, args.seed, args.effort, args.budget_ratio};
+  const std::string note = pc::write_report(args.output, runs, settings);
+  if (!note.empty()) std::cerr << "subevict: warning: " << note << "\n";
+  if (!args.json.empty()) write_json(args.json, pc::results_json(runs, settings));
+  int violated = 0, errors = 0;
+  for (const pc::CheckRun& run : runs) {
+    violated += run.result.outcome == pc::Outcome::violated ? 1 : 0;
+    errors += run.error.empty() ? 0 : 1;
+  }
+  std::cout << "\n" << runs.size() << " checks, " << violated << " violated; report written to " << args.output << "\n";
+  if (errors > 0) {
+    std::cerr << "subevict: error: " << errors << " check(s) stopped with an error (see " << args.output
+              << "/report.md)\n";
+    throw CLI::RuntimeError(2);
+  }
+  if (args.fail_on_violation && violated > 0) throw CLI::RuntimeError(1);
 }
 
 }  // namespace
 
 void add_verify_command(CLI::App& app) {
-  auto json_path = std::make_shared<std::string>();
-  auto tokens = std::make_shared<int>(1024);
-  auto seed = std::make_shared<std::uint64_t>(7);
+  auto args = std::make_shared<VerifyArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "verify", "Run the theory checks on the built-in default workload (llama2-7b shape, 1 layer)");
-  cmd->add_option("--tokens", *tokens, "Tokens of the default workload")->capture_default_str();
-  cmd->add_option("--seed", *seed, "Seed of the default workload")->capture_default_str();
-  cmd->add_option("--json", *json_path, "Also write the results as JSON");
+      "verify", "Run every check of the theory (the registry) and write report/ (report.md, results.json, plots)");
+  cmd->add_option("-o,--output", args->output, "Report directory")->capture_default_str();
+  cmd->add_flag("--list", args->list, "List the registered checks and exit");
+  CLI::Option* check = cmd->add_option("--check", args->checks, "Run only this check (repeatable)");
+  cmd->add_option("--config", args->config,
+                  "JSON file with keys tokens, seed, effort, budget_ratio, preset, checks (the command line wins)");
+  cmd->add_option("--workload", args->workload, "Imported workload (FILE.safetensors from scripts/export_qkv.py, or a q/k/v.npy directory)");
+  cmd->add_option("--json", args->json, "Also write results.json to this file");
+  cmd->add_flag("--fail-on-violation", args->fail_on_violation, "Exit with status 1 if any check is violated");
+  CLI::Option* tokens = cmd->add_option("--tokens", args->tokens, "Tokens of the built-in workload")->capture_default_str();
+  CLI::Option* seed = cmd->add_option("--seed", args->seed, "Seed of the workload and of every check")->capture_default_str();
+  CLI::Option* effort = cmd->add_option("--effort", args->effort, "Scale of every check's instance count (1 = default)")
+                            ->capture_default_str();
+  CLI::Option* ratio = cmd->add_option("--budget-ratio", args->budget_ratio, "Cache budget as a fraction of the tokens")
+                           ->capture_default_str();
+  CLI::Option* preset = cmd->add_option("--preset", args->preset, "Model shape of the built-in workload")->capture_default_str();
   cmd->callback([=]() {
-    const WorkloadSpec spec = spec_from_preset("llama2-7b", *tokens, 1, *seed);
-    const Workload w = generate_workload(spec);
-    std::cout << "default workload: llm-like llama2-7b, " << to_string(w.shape()) << ", seed "
-              << *seed << "\n\n";
-    std::vector<CheckResult> results = identity_checks(w, *seed);
-    for (CheckResult& r : structure_checks(w)) results.push_back(std::move(r));
-    std::printf("%-22s %-9s %s\n", "check", "status", "key number");
-    for (const CheckResult& r : results) {
-      std::printf("%-22s %-9s %s\n", r.id.c_str(), r.status.c_str(), r.key_number.c_str());
+    if (args->list) {
+      print_list();
+      return;
     }
-    const char* missing[] = {
-        "greedy: NWF bound, its tight family, greedy vs exact optima (meanwhile: `subevict optimum`)",
-        "greedy: eviction policies vs the offline irreversible optimum (meanwhile: `subevict simulate`)",
-        "softmax_regression: Lemmas D.47-D.49 and the Appendix D errata (meanwhile: `subevict regress`)",
-        "proofs_checks: the registry of every lemma (D.18-D.34) and the report/ directory"};
-    std::cout << "\nnot yet run by verify (the proofs_checks registry, an open issue):\n";
-    for (const char* m : missing) std::cout << "  - " << m << "\n";
-    if (!json_path->empty()) {
-      nlohmann::json doc = {{"workload", {{"preset", "llama2-7b"}, {"seed", *seed}, {"shape", to_json(w.shape())}}},
-                            {"checks", nlohmann::json::array()},
-                            {"not_implemented", missing}};
-      for (const CheckResult& r : results) {
-        doc["checks"].push_back({{"id", r.id}, {"reference", r.reference}, {"statement", r.statement},
-                                 {"status", r.status}, {"value", r.value}, {"key_number", r.key_number}});
-      }
-      write_json(*json_path, doc);
-    }
+    const Given given{check->count() > 0, tokens->count() > 0, seed->count() > 0,
+                      effort->count() > 0, ratio->count() > 0,  preset->count() > 0};
+    run_verify(*args, given);
   });
 }
 

@@ -10,6 +10,7 @@
 #include "core/presets.hpp"
 #include "core/workload_io.hpp"
 #include "core/workload_stats.hpp"
+#include "kernels/generate.hpp"
 
 namespace subevict::cli {
 namespace {
@@ -21,6 +22,7 @@ struct GenerateArgs {
   int layers = 1;
   std::uint64_t seed = 0;
   int threads = 0;
+  std::string backend;  // empty: the fastest available
   LlmLikeParams llm;
   bool rope_base_set = false;
   std::string output;
@@ -38,6 +40,8 @@ void add_generate(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the counter-based generator")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads (0: all cores); output does not depend on it");
+  cmd->add_option("--backend", args->backend,
+                  "reference | portable | cuda (default: the fastest available); the tensors are bit-identical");
   for_each_llm_field(args->llm, [cmd](const char* name, auto& field, const char* help) {
     std::string flag = std::string("--") + name;
     std::replace(flag.begin(), flag.end(), '_', '-');
@@ -53,7 +57,9 @@ void add_generate(CLI::App& parent) {
     spec.kind = parse_generator_kind(args->generator);
     spec.llm = args->llm;
     if (!args->rope_base_set) spec.llm.rope_base = preset_base;
-    const Workload w = generate_workload(spec, args->threads);
+    const kernels::Backend backend =
+        args->backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args->backend);
+    const Workload w = kernels::generate_workload(spec, backend, args->threads);
     write_workload(args->output, w);
     std::cout << "wrote " << args->output << ": " << to_string(w.shape()) << " ("
               << to_string(spec.kind) << ", preset " << spec.preset << ", seed " << spec.seed << ")\n";

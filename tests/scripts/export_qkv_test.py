@@ -393,21 +393,27 @@ class ArgumentTest(TempDirTest):
 
 
 class SubevictInspectTest(TempDirTest):
-    def test_workload_inspect_reads_the_export(self):
+    def export_and_run(self, seed, *subevict_args):
+        """Exports the tiny model (weights from `seed`) and runs subevict on the file, given as
+        {file} among subevict_args; returns the exported path."""
         if SUBEVICT is None:
-            print("\nnote: --subevict not given; skipping `subevict workload inspect` of the "
-                  "exported file", file=sys.stderr)
+            print("\nnote: --subevict not given; skipping `subevict` on the exported file",
+                  file=sys.stderr)
             self.skipTest("--subevict not given")
-        model = tiny_llama.build_tiny_llama(seed=20)
+        model = tiny_llama.build_tiny_llama(seed=seed)
         out = os.path.join(self.tmp, "qkv.safetensors")
         status, err = run_main(["--model", "tiny-llama", "--text", TEXT, "-o", out],
                                loader=tiny_loader(model))
         self.assertEqual(status, 0, err)
-        report = os.path.join(self.tmp, "inspect.json")
-        result = subprocess.run([SUBEVICT, "workload", "inspect", out, "--json", report],
+        result = subprocess.run([SUBEVICT, *(a.format(file=out) for a in subevict_args)],
                                 capture_output=True, text=True, cwd=ROOT, timeout=300)
         self.assertEqual(result.returncode, 0,
                          f"subevict failed:\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+        return out
+
+    def test_workload_inspect_reads_the_export(self):
+        report = os.path.join(self.tmp, "inspect.json")
+        self.export_and_run(20, "workload", "inspect", "{file}", "--json", report)
         with open(report, encoding="utf-8") as stream:
             info = json.load(stream)
         shape = info["shape"]
@@ -417,6 +423,17 @@ class SubevictInspectTest(TempDirTest):
         self.assertEqual(shape["head_dim"], 8)
         if "tokens" in shape:
             self.assertEqual(shape["tokens"], input_ids().shape[1])
+
+    def test_verify_runs_on_the_export(self):
+        report = os.path.join(self.tmp, "report")
+        self.export_and_run(21, "verify", "--workload", "{file}", "--effort", "0.1", "-o", report)
+        with open(os.path.join(report, "results.json"), encoding="utf-8") as stream:
+            checks = json.load(stream)["checks"]
+        self.assertTrue(checks)
+        for check in checks:
+            self.assertIsNone(check["error"], check["id"])
+        identities = {c["id"]: c["outcome"] for c in checks if c["id"].startswith("core.")}
+        self.assertEqual(set(identities.values()), {"held"}, identities)
 
 
 def main():

@@ -1,0 +1,86 @@
+#include "greedy/head_evaluation.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/input_error.hpp"
+#include "greedy/head_group.hpp"
+#include "greedy/lookahead.hpp"
+#include "greedy/offline_optimum.hpp"
+#include "greedy/policy_registry.hpp"
+
+namespace subevict::greedy {
+
+std::string to_string(OptimumMode mode) {
+  switch (mode) {
+    case OptimumMode::kNone: return "none";
+    case OptimumMode::kOracle: return "oracle";
+    case OptimumMode::kFlow: return "flow";
+  }
+  return "none";
+}
+
+OptimumMode parse_optimum_mode(const std::string& name, const std::string& source) {
+  if (name == "none") return OptimumMode::kNone;
+  if (name == "oracle") return OptimumMode::kOracle;
+  if (name == "flow") return OptimumMode::kFlow;
+  throw InputError(source, "optimum", "none, flow or oracle", name);
+}
+
+Budget budget_from_value(double value, const std::string& source) {
+  if (!(value > 0.0) || !std::isfinite(value) || (value >= 1.0 && value != std::floor(value))) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.10g", value);
+    throw InputError(source, "budget", "a ratio in (0, 1) of the sequence length or an integer size >= 1",
+                     text);
+  }
+  return value < 1.0 ? Budget::ratio_of_tokens(value) : Budget::absolute(int(value));
+}
+
+std::unique_ptr<EvictionPolicy> make_named_policy(const std::string& name, int horizon) {
+  if (name == "lookahead") return std::make_unique<LookaheadPolicy>(horizon);
+  return make_policy(name);
+}
+
+HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
+                             const std::vector<std::string>& policies,
+                             const HeadEvaluationOptions& options) {
+  const HeadGroup group = head_group(workload, layer, kv_head);
+  HeadEvaluation e;
+  e.layer = layer;
+  e.kv_head = kv_head;
+  e.heads = group.group_size();
+  e.tokens = workload.shape().tokens;
+  e.budget = options.budget;
+  SimulationOptions sim;
+  sim.budget = options.budget;
+  sim.seed = options.seed;
+  for (const std::string& name : policies) {
+    auto policy = make_named_policy(name, options.horizon);
+    e.traces.push_back(simulate(group, *policy, sim));
+  }
+  if (options.optimum != OptimumMode::kNone) {
+    const Eigen::MatrixXd gains = gain_matrix(group);
+    e.oracle = step_oracle(gains, options.budget);
+    e.has_oracle = true;
+    if (options.optimum == OptimumMode::kFlow) {
+      e.optimum = offline_optimum(gains, options.budget);
+      e.has_optimum = e.optimum.status == ScheduleStatus::kOptimal;
+    }
+  }
+  return e;
+}
+
+double mean_output_error(const Trace& trace) {
+  double sum = 0.0;
+  for (const auto& s : trace.steps) sum += s.output_error;
+  return trace.steps.empty() ? 0.0 : sum / double(trace.steps.size());
+}
+
+double mean_total_variation(const Trace& trace) {
+  double sum = 0.0;
+  for (const auto& s : trace.steps) sum += s.total_variation;
+  return trace.steps.empty() ? 0.0 : sum / double(trace.steps.size());
+}
+
+}  // namespace subevict::greedy

@@ -1,0 +1,279 @@
+#pragma once
+/// \file
+/// Internal: the per-row and per-group computations shared by the portable functors
+/// (kernels/portable.inl) and the CUDA kernels (kernels/cuda_backend.cu). Plain __host__
+/// __device__ functions on raw pointers; no allocation, no library calls but std::exp, std::log
+/// and std::sqrt. Ties go to the lowest token index, as everywhere.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/portable_math.hpp"
+
+namespace subevict::kernels::detail {
+
+/// Rows per statistics chunk of the portable backend (scratch: chunk x n floats).
+inline constexpr int kStatsChunkRows = 256;
+
+/// <a, b> over d floats, accumulated in float in index order.
+SUBEVICT_HD inline float dot(const float* a, const float* b, int d) {
+  float sum = 0.0f;
+  for (int x = 0; x < d; ++x) sum += a[x] * b[x];
+  return sum;
+}
+
+/// A float's bits mapped to an unsigned key with the same order (-0 < +0; no NaN expected).
+SUBEVICT_HD inline std::uint32_t order_key(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/// The sum of the `k` largest exp(s_j - log_normalizer) over j < count (ties: any k of the equal
+/// ones, they carry equal mass). Finds the k-th largest score by bisection on its order key (32
+/// counting passes), so it needs no sort and no extra memory. O(32 count).
+SUBEVICT_HD inline double top_k_mass(const float* s, int count, int k, double log_normalizer) {
+  if (k <= 0 || count <= 0) return 0.0;
+  double mass = 0.0;
+  if (k >= count) {
+    for (int j = 0; j < count; ++j) mass += std::exp(double(s[j]) - log_normalizer);
+    return mass;
+  }
+  // The largest key K with #{j : key_j >= K} >= k is the key of the k-th largest score.
+  std::uint32_t lo = 0, hi = 0xffffffffu;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2 + 1;
+    int at_least = 0;
+    for (int j = 0; j < count; ++j) at_least += order_key(s[j]) >= mid;
+    if (at_least >= k) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  int above = 0;
+  float kth = 0.0f;
+  for (int j = 0; j < count; ++j) {
+    const std::uint32_t key = order_key(s[j]);
+    if (key > lo) {
+      mass += std::exp(double(s[j]) - log_normalizer);
+      ++above;
+    } else if (key == lo) {
+      kth = s[j];
+    }
+  }
+  return mass + double(k - above) * std::exp(double(kth) - log_normalizer);
+}
+
+/// Statistics of one causal row from its scores s[0..i].
+struct RowSummary {
+  double log_normalizer;
+  double oracle_mass;
+  std::int64_t below;
+};
+
+/// L_i = log sum_j exp(s_j) (max-shifted), the count of a_ij < tau max_j a_ij, and
+/// U_i = a_ii + top_k_mass(s, i, budget). O(33 i).
+SUBEVICT_HD inline RowSummary summarize_row(const float* s, int i, double tau, int budget) {
+  float top = s[0];
+  for (int j = 1; j <= i; ++j) top = s[j] > top ? s[j] : top;
+  double sum = 0.0;
+  std::int64_t below = 0;
+  for (int j = 0; j <= i; ++j) {
+    const double e = std::exp(double(s[j]) - double(top));
+    sum += e;
+    below += e < tau;
+  }
+  const double log_normalizer = double(top) + std::log(sum);
+  const double diagonal = std::exp(double(s[i]) - log_normalizer);
+  return {log_normalizer, diagonal + top_k_mass(s, i, budget, log_normalizer), below};
+}
+
+/// Exact causal row i by an online softmax in double: *log_normalizer = log sum_{j<=i} exp(s_ij)
+/// and o[0..d) = sum_j a_ij v_j, s_ij = sum_x (scale q_x) k_jx. O(i d).
+SUBEVICT_HD inline void exact_row(const float* q, const float* k, const float* v, int i, int d, double scale,
+                                  double* o, double* log_normalizer) {
+  double top = -INFINITY, sum = 0.0;
+  for (int x = 0; x < d; ++x) o[x] = 0.0;
+  for (int j = 0; j <= i; ++j) {
+    double s = 0.0;
+    for (int x = 0; x < d; ++x) s += (scale * double(q[x])) * double(k[std::size_t(j) * d + x]);
+    if (s > top) {
+      const double factor = std::exp(top - s);  // 0 on the first key
+      sum *= factor;
+      for (int x = 0; x < d; ++x) o[x] *= factor;
+      top = s;
+    }
+    const double w = std::exp(s - top);
+    sum += w;
+    for (int x = 0; x < d; ++x) o[x] += w * double(v[std::size_t(j) * d + x]);
+  }
+  for (int x = 0; x < d; ++x) o[x] /= sum;
+  *log_normalizer = top + std::log(sum);
+}
+
+/// Everything one group's simulation reads and writes; arrays are indexed by group inside.
+struct SimView {
+  const float *q, *k, *v;
+  const double *log_normalizer, *exact_output;  // [layer][q_head][token], [..][d]
+  const int* budget;                            // [group]
+  int layers, q_heads, kv_heads, n, d;
+  double scale;
+  int policy, aggregation, recent, sinks, capacity;
+  std::int32_t* slots;    // [group][capacity]
+  double* weights;        // [group][sim_weight_stride]
+  double* score;          // [group][n]
+  double *retained, *error;  // [group][n][g]
+  std::int32_t* evicted;  // [group][n]
+};
+
+/// Doubles of per-group weight scratch: attention [g][capacity], aggregate [capacity], per-head
+/// maximum and sum [g] each.
+SUBEVICT_HD inline std::size_t sim_weight_stride(int capacity, int g) {
+  return std::size_t(capacity) * g + std::size_t(capacity) + 2 * std::size_t(g);
+}
+
+/// The group aggregate of member e: sum, mean or max (aggregation 0, 1, 2) of att[h * m + e] over
+/// the g heads, in head order (greedy/policies/policy_support.cpp aggregate).
+SUBEVICT_HD inline double aggregate_member(const double* att, int m, int g, int e, int aggregation) {
+  double value = att[e];
+  for (int h = 1; h < g; ++h) {
+    const double w = att[std::size_t(h) * m + e];
+    value = aggregation == 2 ? (w > value ? w : value) : value + w;
+  }
+  return aggregation == 1 ? value / double(g) : value;
+}
+
+/// Dim x of the output error: adds (o_x - õ_x)^2 to *diff2 and o_x^2 to *norm2, with
+/// õ_x = sum_e a[e] v[slot[e]][x] over the m cache members.
+SUBEVICT_HD inline void add_output_error_terms(const double* o, const double* a, const std::int32_t* slot,
+                                               const float* v, int m, int d, int x, double* diff2, double* norm2) {
+  double tracked = 0.0;
+  for (int e = 0; e < m; ++e) tracked += a[e] * double(v[std::size_t(slot[e]) * d + x]);
+  *diff2 += (o[x] - tracked) * (o[x] - tracked);
+  *norm2 += o[x] * o[x];
+}
+
+/// The KV head index (layer * kv_heads + kv_head) read by query head index `head` (layer *
+/// q_heads + q_head), with `group` query heads per KV head (core/shape.hpp kv_head_of).
+SUBEVICT_HD inline std::size_t kv_index(std::size_t head, int q_heads, int group) {
+  return (head / q_heads) * std::size_t(q_heads / group) + (head % q_heads) / group;
+}
+
+/// One group's views into the per-group arrays of a SimView, given its attention scratch `att`
+/// (sim_weight_stride doubles: attention [g][capacity], then the aggregate, maxima and sums).
+struct GroupArrays {
+  double *agg, *head_top, *head_sum, *score;
+  const float *k, *v;
+};
+SUBEVICT_HD inline GroupArrays group_arrays(const SimView& s, int group, double* att) {
+  const int g = s.q_heads / s.kv_heads;
+  double* agg = att + std::size_t(s.capacity) * g;
+  return {agg, agg + s.capacity, agg + s.capacity + g, s.score + std::size_t(group) * s.n,
+          s.k + std::size_t(group) * s.n * s.d, s.v + std::size_t(group) * s.n * s.d};
+}
+
+/// The eviction key of token t at step i (smaller leaves first) and whether t may leave:
+/// h2o accumulated score outside the recent window, local / streamingllm age (equal keys, so the
+/// lowest token), l2norm -||k_t||, tova the current attention.
+SUBEVICT_HD inline bool eligible(const SimView& s, int i, int t) {
+  if (s.policy == 0) return t <= i - s.recent;
+  if (s.policy == 2) return t >= s.sinks;
+  return true;
+}
+SUBEVICT_HD inline double eviction_key(const SimView& s, const double* score, int t) {
+  return (s.policy == 1 || s.policy == 2) ? 0.0 : score[t];
+}
+
+/// The streaming simulation of one (layer, KV head) group, greedy/simulator.cpp semantics with
+/// prefill 0: push i, tracked softmax per query head over the cache in slot order, metrics against
+/// the exact row, the policy's choice, swap-with-last removal. O(n k g d).
+SUBEVICT_HD inline void simulate_group(const SimView& s, int group) {
+  const int layer = group / s.kv_heads, kv = group % s.kv_heads, g = s.q_heads / s.kv_heads;
+  const int n = s.n, d = s.d, k = s.budget[group], cap = s.capacity;
+  std::int32_t* slot = s.slots + std::size_t(group) * cap;
+  double* att = s.weights + std::size_t(group) * sim_weight_stride(cap, g);
+  const GroupArrays arrays = group_arrays(s, group, att);
+  double *agg = arrays.agg, *head_top = arrays.head_top, *head_sum = arrays.head_sum, *score = arrays.score;
+  const float *kh = arrays.k, *vh = arrays.v;
+  for (int t = 0; t < n; ++t) {
+    double norm2 = 0.0;
+    if (s.policy == 3) {
+      for (int x = 0; x < d; ++x) norm2 += double(kh[std::size_t(t) * d + x]) * double(kh[std::size_t(t) * d + x]);
+    }
+    score[t] = s.policy == 3 ? -std::sqrt(norm2) : 0.0;
+  }
+  int size = 0;
+  bool evicted_any = false;
+  for (int i = 0; i < n; ++i) {
+    const bool full = size == k;
+    slot[size++] = i;
+    const int m = size;
+    for (int h = 0; h < g; ++h) {
+      const std::size_t row = (std::size_t(layer) * s.q_heads + std::size_t(kv) * g + h) * n + i;
+      const float* qi = s.q + row * d;
+      double* a = att + std::size_t(h) * m;
+      double top = -INFINITY;
+      for (int e = 0; e < m; ++e) {
+        const float* kt = kh + std::size_t(slot[e]) * d;
+        double l = 0.0;
+        for (int x = 0; x < d; ++x) l += (s.scale * double(qi[x])) * double(kt[x]);
+        a[e] = l;
+        top = l > top ? l : top;
+      }
+      double sum = 0.0;
+      for (int e = 0; e < m; ++e) sum += (a[e] = std::exp(a[e] - top));
+      for (int e = 0; e < m; ++e) a[e] /= sum;
+      head_top[h] = top;
+      head_sum[h] = sum;
+    }
+    const double* group_att = att;
+    if (g > 1) {
+      for (int e = 0; e < m; ++e) agg[e] = aggregate_member(att, m, g, e, s.aggregation);
+      group_att = agg;
+    }
+    for (int h = 0; h < g; ++h) {
+      const std::size_t row = (std::size_t(layer) * s.q_heads + std::size_t(kv) * g + h) * n + i;
+      double r = 1.0, err = 0.0;
+      if (evicted_any) {
+        r = std::exp(head_top[h] - s.log_normalizer[row]) * head_sum[h];
+        r = r < 1.0 ? r : 1.0;
+        const double* o = s.exact_output + row * d;
+        const double* a = att + std::size_t(h) * m;
+        double diff2 = 0.0, norm2 = 0.0;
+        for (int x = 0; x < d; ++x) add_output_error_terms(o, a, slot, vh, m, d, x, &diff2, &norm2);
+        err = norm2 > 0.0 ? std::sqrt(diff2) / std::sqrt(norm2) : std::sqrt(diff2);
+      }
+      s.retained[(std::size_t(group) * n + i) * g + h] = r;
+      s.error[(std::size_t(group) * n + i) * g + h] = err;
+    }
+    if (s.policy == 0) {
+      for (int e = 0; e < m; ++e) score[slot[e]] += group_att[e];
+    } else if (s.policy == 4) {
+      for (int e = 0; e < m; ++e) score[slot[e]] = group_att[e];
+    }
+    std::int32_t out = -1;
+    if (full) {
+      int best = -1;
+      double best_key = 0.0;
+      for (int e = 0; e < m; ++e) {
+        const int t = slot[e];
+        if (!eligible(s, i, t)) continue;
+        const double key = eviction_key(s, score, t);
+        if (best < 0 || key < best_key || (key == best_key && t < slot[best])) {
+          best = e;
+          best_key = key;
+        }
+      }
+      if (best < 0) best = 0;  // unreachable for validated parameters: some member is eligible
+      out = slot[best];
+      slot[best] = slot[m - 1];
+      --size;
+      evicted_any = true;
+    }
+    s.evicted[std::size_t(group) * n + i] = out;
+  }
+}
+
+}  // namespace subevict::kernels::detail

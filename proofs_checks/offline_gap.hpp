@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// Eviction policies against the exact offline optimum of the irreversible process and the
+/// per-step reversible oracle (theory.md §5): policy ≤ OPT_irreversible ≤ Σ_i U_i ≤ n g.
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/workload.hpp"
+#include "greedy/simulator.hpp"
+#include "proofs_checks/check.hpp"
+
+namespace subevict::proofs_checks {
+
+/// A policy of the comparison, by name.
+struct NamedPolicy {
+  std::string name;
+  greedy::PolicyFactory make;
+};
+
+/// The registry policies h2o, local, streamingllm, tova, l2norm and random for budget k
+/// (greedy/policy_registry.hpp defaults, except: streamingllm keeps min(4, k − 1) sinks, and l2norm
+/// compresses every layer, since the decomposition compares policies at one budget).
+[[nodiscard]] std::vector<NamedPolicy> comparison_policies(int budget);
+
+/// The offline optimum under test: OPT_irreversible for gains W (n × n) and budget k.
+using OptimumSolver = std::function<double(const Eigen::MatrixXd& gains, int budget)>;
+
+/// greedy::offline_optimum (LEMON network simplex), its schedule's value.
+[[nodiscard]] OptimumSolver flow_optimum();
+
+/// h2o.greedy_vs_offline_optimum: for every (layer, KV head) in `heads` (pairs, layer-major index
+/// layer · kv_heads + kv_head) and every policy, the simulated Σ_i Σ_h r_i^h (Trace::
+/// total_retained_mass) against OPT = optimum(W, k), W = greedy::gain_matrix(group), against Σ_i U_i
+/// (greedy::step_oracle) and against n g. One instance per (head, policy); a violation is any
+/// link of policy ≤ OPT ≤ Σ U_i ≤ n g broken beyond the rounding allowance. Measurements: each
+/// policy's mean ratio to OPT, OPT / Σ U_i and Σ U_i / (n g); Series "gap_to_optimum" (policy / OPT
+/// per head, one line per policy). With max_tokens > 0 only the first max_tokens tokens of each head
+/// are used (the flow's O(n²) arcs bound the cost).
+[[nodiscard]] CheckResult check_greedy_vs_offline(const Workload& workload, const std::vector<int>& heads,
+                                                  int budget, const std::vector<NamedPolicy>& policies,
+                                                  const OptimumSolver& optimum, std::uint64_t seed,
+                                                  int max_tokens = 0);
+
+}  // namespace subevict::proofs_checks

@@ -1,0 +1,43 @@
+#include "proofs_checks/workload_checks.hpp"
+
+#include "proofs_checks/dynamic_family.hpp"
+#include "proofs_checks/function_check.hpp"
+#include "proofs_checks/workload_structure.hpp"
+
+namespace subevict::proofs_checks {
+namespace {
+
+const Workload& workload_of(const CheckContext& context) { return context_workload(context, "workload checks"); }
+
+}  // namespace
+
+std::vector<std::unique_ptr<Check>> workload_checks() {
+  std::vector<std::unique_ptr<Check>> checks;
+  checks.push_back(make_check(
+      {"h2o.sec3_sparsity", "H2O, Section 3 (Figure 2)",
+       "Attention matrices are over 95% sparse in almost all layers.",
+       "exact causal attention of every head; an entry is sparse when below 1% of its row maximum",
+       "per-layer mean sparsity > 0.95 in all but at most 10% of the layers", {"LLM-like workload", "imported tensors"},
+       "proofs_checks/workload_structure.cpp"},
+      [](const CheckContext& c) { return check_sec3_sparsity(workload_of(c)); }));
+  checks.push_back(make_check(
+      {"h2o.sec3_power_law", "H2O, Section 3 (Figure 2)",
+       "Accumulated attention scores follow a power law.",
+       "accumulated exact attention of the non-sink tokens, ranks 1..n/2",
+       "per-layer mean R^2 of the log-log fit >= 0.95 in all but at most 10% of the layers (uniform causal "
+       "attention, which has no heavy hitters, already fits at R^2 = 0.89, so 0.9 would not separate them)",
+       {"LLM-like workload", "imported tensors"}, "proofs_checks/workload_structure.cpp"},
+      [](const CheckContext& c) { return check_sec3_power_law(workload_of(c)); }));
+  checks.push_back(make_check(
+      {"l2norm.attention_correlation", "Devoto et al. 2024 (arXiv 2406.11430), Section 3",
+       "Keys with a low L2 norm receive high attention: key norm and attention are negatively correlated, except "
+       "in the first two layers.",
+       "layers >= 2 (all layers when the workload has no others); mean attention received per observing query, "
+       "middle tokens (no sinks, no recent window)",
+       "per-layer mean Spearman rho < -2 / sqrt(heads (m-1)) in every layer checked",
+       {"LLM-like workload", "imported tensors"}, "proofs_checks/workload_structure.cpp"},
+      [](const CheckContext& c) { return check_l2norm_correlation(workload_of(c)); }));
+  return checks;
+}
+
+}  // namespace subevict::proofs_checks

@@ -1,0 +1,39 @@
+#pragma once
+/// \file
+/// Claims about attention workloads rather than algorithms (theory.md §8): H2O §3's sparsity and
+/// power-law accumulated attention, and the L2-norm paper's negative correlation between key norm
+/// and received attention. Each is measured on the given workload (core/workload_stats.hpp): held
+/// or violated describes the workload, not the library.
+
+#include "core/workload.hpp"
+#include "core/workload_stats.hpp"
+#include "proofs_checks/check.hpp"
+
+namespace subevict::proofs_checks {
+
+/// Share of the layers allowed to miss a per-layer threshold while the claim ("almost all
+/// layers") still counts as held: at most floor(kAlmostAllSlack · layers) layers.
+inline constexpr double kAlmostAllSlack = 0.1;
+
+/// h2o.sec3_sparsity: per layer, the mean over heads of the fraction of causal attention entries
+/// below tau · row max (InspectOptions::tau) must exceed `threshold` (H2O: 95%) in almost all
+/// layers. Instances are layers. Requires tokens > sinks + recent_window + 2 (InspectOptions).
+[[nodiscard]] CheckResult check_sec3_sparsity(const Workload& workload, double threshold = 0.95,
+                                              const InspectOptions& options = {});
+
+/// h2o.sec3_power_law: per layer, the mean over heads of the R² of the log-log fit of accumulated
+/// attention against rank (non-sink tokens, ranks 1..n/2) must reach `min_r2` in almost all layers.
+/// The default 0.95 separates a heavy tail from plain causal decay: uniform causal attention
+/// (a_ij = 1/(i+1), acc_j ≈ log(n/j)) already fits at R² ≈ 0.89 for n = 128..512.
+[[nodiscard]] CheckResult check_sec3_power_law(const Workload& workload, double min_r2 = 0.95,
+                                               const InspectOptions& options = {});
+
+/// l2norm.attention_correlation: per layer (excluding layers 0 and 1 as the paper does, unless the
+/// workload has no other layers, in which case all are used and the notes say so), the mean over
+/// heads of the Spearman ρ between ‖k_j‖ and the mean attention token j receives (middle tokens,
+/// HeadStatistics::norm_attention_spearman) must be significantly negative:
+/// ρ < −2 / sqrt(heads · (m − 1)), m the number of middle tokens (two standard errors of ρ under
+/// independence). Instances are layers; a layer whose ρ is not below the threshold is a violation.
+[[nodiscard]] CheckResult check_l2norm_correlation(const Workload& workload, const InspectOptions& options = {});
+
+}  // namespace subevict::proofs_checks

@@ -1,0 +1,243 @@
+#include "sweep/result_store.hpp"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/input_error.hpp"
+
+namespace subevict::sweep {
+namespace {
+
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS results ("
+    "id TEXT PRIMARY KEY NOT NULL, params TEXT NOT NULL, preset TEXT NOT NULL, tokens INTEGER NOT NULL, "
+    "layers INTEGER NOT NULL, seed INTEGER NOT NULL, policy TEXT NOT NULL, budget_kind TEXT NOT NULL, "
+    "budget_value REAL NOT NULL, optimum TEXT NOT NULL, groups INTEGER NOT NULL, budget_size INTEGER NOT NULL, "
+    "mean_retained_mass REAL NOT NULL, mean_total_variation REAL NOT NULL, mean_output_error REAL NOT NULL, "
+    "uncompressed_groups INTEGER NOT NULL, optimum_mean_retained_mass REAL, oracle_mean_retained_mass REAL, "
+    "ratio_to_optimum REAL) WITHOUT ROWID";
+
+/// A prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw std::runtime_error(std::string("sqlite: ") + sqlite3_errmsg(db) + " in: " + sql);
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  sqlite3_stmt* get() const { return stmt_; }
+  /// sqlite3_step; true for a row, false when done; throws on errors.
+  bool step() const {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("sqlite: ") + sqlite3_errmsg(db_));
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void bind_optional(sqlite3_stmt* s, int column, const std::optional<double>& v) {
+  if (v && !std::isnan(*v)) {
+    sqlite3_bind_double(s, column, *v);
+  } else {
+    sqlite3_bind_null(s, column);
+  }
+}
+
+std::optional<double> column_optional(sqlite3_stmt* s, int column) {
+  if (sqlite3_column_type(s, column) == SQLITE_NULL) return std::nullopt;
+  return sqlite3_column_double(s, column);
+}
+
+std::string column_text(sqlite3_stmt* s, int column) {
+  const unsigned char* t = sqlite3_column_text(s, column);
+  return t ? reinterpret_cast<const char*>(t) : "";
+}
+
+/// "id, params, ...": the columns in table order.
+std::string column_list() {
+  std::string cols;
+  for (const auto& c : ResultRow::columns()) {
+    if (!cols.empty()) cols += ", ";
+    cols += c;
+  }
+  return cols;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ResultRow::columns() {
+  static const std::vector<std::string> names = {
+      "id", "params", "preset", "tokens", "layers", "seed", "policy", "budget_kind", "budget_value",
+      "optimum", "groups", "budget_size", "mean_retained_mass", "mean_total_variation",
+      "mean_output_error", "uncompressed_groups", "optimum_mean_retained_mass",
+      "oracle_mean_retained_mass", "ratio_to_optimum"};
+  return names;
+}
+
+ResultRow ResultRow::of(const Job& job, const JobResult& result) {
+  ResultRow r;
+  r.id = job.id();
+  r.params = job.canonical();
+  r.preset = job.workload.preset;
+  r.tokens = job.workload.shape.tokens;
+  r.layers = job.workload.shape.layers;
+  r.seed = std::int64_t(job.workload.seed);
+  r.policy = job.policy;
+  r.budget_kind = to_string(job.budget_kind);
+  r.budget_value = job.budget_value;
+  r.optimum = greedy::to_string(job.optimum);
+  r.result = result;
+  return r;
+}
+
+ResultStore::ResultStore(const std::string& path, bool read_only) : path_(path) {
+  const int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError(path, "results store", "an SQLite database that can be opened", message);
+  }
+  sqlite3_busy_timeout(db_, 60000);
+  try {
+    if (!read_only) {
+      exec("PRAGMA journal_mode=WAL");
+      exec("PRAGMA synchronous=NORMAL");
+      exec(kSchema);
+    }
+    Statement check(db_, "SELECT " + column_list() + " FROM results LIMIT 0");
+  } catch (const std::exception& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError(path, "results store", "a sweep results database (table `results`)", e.what());
+  }
+}
+
+ResultStore::~ResultStore() { sqlite3_close(db_); }
+
+void ResultStore::exec(const std::string& sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw std::runtime_error("sqlite: " + path_ + ": " + message);
+  }
+}
+
+std::set<std::string> ResultStore::ids() const {
+  Statement s(db_, "SELECT id FROM results");
+  std::set<std::string> out;
+  while (s.step()) out.insert(column_text(s.get(), 0));
+  return out;
+}
+
+bool ResultStore::insert(const ResultRow& row) {
+  std::string sql = "INSERT OR IGNORE INTO results VALUES (";
+  for (std::size_t c = 0; c < ResultRow::columns().size(); ++c) sql += c ? ", ?" : "?";
+  Statement s(db_, sql + ")");
+  sqlite3_stmt* st = s.get();
+  const JobResult& r = row.result;
+  sqlite3_bind_text(st, 1, row.id.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, row.params.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, row.preset.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 4, row.tokens);
+  sqlite3_bind_int(st, 5, row.layers);
+  sqlite3_bind_int64(st, 6, row.seed);
+  sqlite3_bind_text(st, 7, row.policy.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 8, row.budget_kind.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(st, 9, row.budget_value);
+  sqlite3_bind_text(st, 10, row.optimum.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 11, r.groups);
+  sqlite3_bind_int(st, 12, r.budget_size);
+  sqlite3_bind_double(st, 13, r.mean_retained_mass);
+  sqlite3_bind_double(st, 14, r.mean_total_variation);
+  sqlite3_bind_double(st, 15, r.mean_output_error);
+  sqlite3_bind_int(st, 16, r.uncompressed_groups);
+  bind_optional(st, 17, r.optimum_mean_retained_mass);
+  bind_optional(st, 18, r.oracle_mean_retained_mass);
+  bind_optional(st, 19, r.ratio_to_optimum);
+  exec("BEGIN IMMEDIATE");
+  try {
+    s.step();
+    const bool added = sqlite3_changes(db_) == 1;
+    exec("COMMIT");
+    return added;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<ResultRow> ResultStore::rows() const {
+  Statement s(db_, "SELECT " + column_list() + " FROM results ORDER BY id");
+  std::vector<ResultRow> out;
+  while (s.step()) {
+    sqlite3_stmt* st = s.get();
+    ResultRow row;
+    row.id = column_text(st, 0);
+    row.params = column_text(st, 1);
+    row.preset = column_text(st, 2);
+    row.tokens = sqlite3_column_int(st, 3);
+    row.layers = sqlite3_column_int(st, 4);
+    row.seed = sqlite3_column_int64(st, 5);
+    row.policy = column_text(st, 6);
+    row.budget_kind = column_text(st, 7);
+    row.budget_value = sqlite3_column_double(st, 8);
+    row.optimum = column_text(st, 9);
+    JobResult& r = row.result;
+    r.groups = sqlite3_column_int(st, 10);
+    r.budget_size = sqlite3_column_int(st, 11);
+    r.mean_retained_mass = sqlite3_column_double(st, 12);
+    r.mean_total_variation = sqlite3_column_double(st, 13);
+    r.mean_output_error = sqlite3_column_double(st, 14);
+    r.uncompressed_groups = sqlite3_column_int(st, 15);
+    r.optimum_mean_retained_mass = column_optional(st, 16);
+    r.oracle_mean_retained_mass = column_optional(st, 17);
+    r.ratio_to_optimum = column_optional(st, 18);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+int ResultStore::merge(const std::string& other) {
+  {
+    ResultStore check(other, true);  // throws, naming the file, unless it is a sweep store
+  }
+  Statement attach(db_, "ATTACH DATABASE ? AS other");
+  sqlite3_bind_text(attach.get(), 1, other.c_str(), -1, SQLITE_TRANSIENT);
+  attach.step();
+  int added = 0;
+  try {
+    exec("BEGIN IMMEDIATE");
+    exec("INSERT OR IGNORE INTO main.results SELECT * FROM other.results");
+    added = sqlite3_changes(db_);
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_exec(db_, "DETACH DATABASE other", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec("DETACH DATABASE other");
+  return added;
+}
+
+std::string ResultStore::integrity_check() const {
+  Statement s(db_, "PRAGMA integrity_check");
+  std::string out;
+  while (s.step()) {
+    if (!out.empty()) out += '\n';
+    out += column_text(s.get(), 0);
+  }
+  return out;
+}
+
+}  // namespace subevict::sweep

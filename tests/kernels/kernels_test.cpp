@@ -1,0 +1,218 @@
+// The kernels against independent computations: one test body per backend (TEST_P). This file
+// builds twice: kernels_test instantiates reference and portable; with SUBEVICT_TEST_CUDA_BACKEND
+// (kernels_gpu_test, label gpu) it instantiates cuda, which skips where no device is visible.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "core/attention.hpp"
+#include "core/generator.hpp"
+#include "core/input_error.hpp"
+#include "core/metrics.hpp"
+#include "core/tolerance.hpp"
+#include "greedy/head_group.hpp"
+#include "greedy/policy_registry.hpp"
+#include "greedy/simulator.hpp"
+#include "kernels/attention_stats.hpp"
+#include "kernels/batched_simulation.hpp"
+#include "kernels/generate.hpp"
+#include "kernels/kernel_tolerance.hpp"
+#include "kernels/row_kernels.hpp"
+
+namespace subevict::kernels {
+namespace {
+
+std::string backend_name(const ::testing::TestParamInfo<Backend>& param) { return to_string(param.param); }
+
+class KernelsTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kCuda && !cuda_device_available()) {
+      GTEST_SKIP() << (cuda_compiled() ? "no CUDA device visible" : "built without CUDA");
+    }
+  }
+  Backend backend() const { return GetParam(); }
+};
+
+WorkloadSpec small_spec(const char* preset, int tokens, int layers, std::uint64_t seed) {
+  return spec_from_preset(preset, tokens, layers, seed);
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_P(KernelsTest, GeneratesTheCoreTensorsBitForBit) {
+  std::vector<WorkloadSpec> specs = {small_spec("tiny", 40, 2, 7), small_spec("tiny-gqa", 33, 2, 11),
+                                     small_spec("llama3-8b", 12, 1, 3), small_spec("opt-30b", 5, 1, 5)};
+  WorkloadSpec gaussian = small_spec("tiny-mqa", 17, 2, 9);
+  gaussian.kind = GeneratorKind::kGaussian;
+  gaussian.shape.head_dim = 5;  // odd: a pair straddles two rows
+  specs.push_back(gaussian);
+  for (const WorkloadSpec& spec : specs) {
+    SCOPED_TRACE(to_string(spec.shape));
+    const Workload expected = subevict::generate_workload(spec, 1);
+    const Workload got = generate_workload(spec, backend());
+    EXPECT_TRUE(same_bits(got.q_data(), expected.q_data()));
+    EXPECT_TRUE(same_bits(got.k_data(), expected.k_data()));
+    EXPECT_TRUE(same_bits(got.v_data(), expected.v_data()));
+    EXPECT_EQ(got.metadata, expected.metadata);
+  }
+}
+
+/// U_i by sorting the row (independent of greedy::step_oracle and of the bisection).
+double sorted_oracle(const Eigen::VectorXd& row, int i, int budget) {
+  std::vector<double> past(row.data(), row.data() + i);
+  std::sort(past.begin(), past.end(), std::greater<>());
+  const int take = std::min(budget, i);
+  return row[i] + std::accumulate(past.begin(), past.begin() + take, 0.0);
+}
+
+TEST_P(KernelsTest, StatisticsMatchExactAttention) {
+  const Workload w = subevict::generate_workload(small_spec("tiny-gqa", 70, 2, 21), 1);
+  const AttentionStatsOptions options{0.01, 9};
+  const AttentionStats got = attention_stats(w, options, backend());
+  const Shape& s = w.shape();
+  const int n = s.tokens;
+  ASSERT_EQ(got.log_normalizer.size(), std::size_t(s.layers) * s.q_heads * n);
+  for (int layer = 0; layer < s.layers; ++layer) {
+    for (int h = 0; h < s.q_heads; ++h) {
+      SCOPED_TRACE("layer " + std::to_string(layer) + " head " + std::to_string(h));
+      const ConstHeadMap q = w.q(layer, h), k = w.k(layer, s.kv_head_of(h));
+      const double scale = w.score_scale();
+      const double magnitude = scale * q.rowwise().norm().maxCoeff() * k.rowwise().norm().maxCoeff();
+      const double delta = backend() == Backend::kReference ? Tol<double>::sum(std::size_t(s.head_dim)) * magnitude
+                                                            : score_tolerance(s.head_dim, magnitude);
+      const double mass_tol = mass_tolerance(delta, n);
+      const Eigen::MatrixXd a = causal_attention(q, k, scale);
+      const Eigen::VectorXd columns = accumulated_attention(a);
+      const std::size_t at = (std::size_t(layer) * s.q_heads + h) * n;
+      std::int64_t below = 0, borderline = 0;
+      for (int i = 0; i < n; ++i) {
+        const Eigen::VectorXd row = a.row(i).head(i + 1).transpose();
+        EXPECT_TRUE(near(got.log_normalizer[at + i], log_sum_exp(causal_logits(q, k, i, scale)), delta)) << i;
+        EXPECT_TRUE(near(got.oracle_mass[at + i], sorted_oracle(row, i, options.budget), mass_tol)) << i;
+        EXPECT_TRUE(near(got.column_sum[at + i], columns[i], mass_tol)) << i;
+        below += count_below(row, options.tau);
+        const double top = row.maxCoeff();
+        for (int j = 0; j <= i; ++j) {
+          borderline += std::abs(std::log(row[j] / top) - std::log(options.tau)) <= 2.0 * delta;
+        }
+      }
+      EXPECT_LE(std::abs(got.below_tau[std::size_t(layer) * s.q_heads + h] - below), borderline);
+    }
+  }
+}
+
+/// Every (layer, KV head) of `w` under every batched policy and aggregation against
+/// greedy::simulate: identical evictions, masses and errors within simulation_tolerance.
+void expect_simulation_matches(Backend backend, const Workload& w,
+                               const std::vector<greedy::GroupAggregation>& aggregations) {
+  const Shape& s = w.shape();
+  const int n = s.tokens, g = s.group_size();
+  const double tol = simulation_tolerance(n, s.head_dim);
+  for (BatchedPolicy policy : {BatchedPolicy::kH2o, BatchedPolicy::kLocal, BatchedPolicy::kStreamingLlm,
+                               BatchedPolicy::kL2Norm, BatchedPolicy::kTova}) {
+    for (greedy::GroupAggregation aggregation : aggregations) {
+      BatchedOptions options;
+      options.policy = policy;
+      options.budget = 9;
+      options.aggregation = aggregation;
+      options.params.skipped_layers = {1};
+      SCOPED_TRACE(to_string(policy) + " " + greedy::to_string(aggregation));
+      const BatchedSimulation got = simulate_batched(w, options, backend);
+      for (int layer = 0; layer < s.layers; ++layer) {
+        for (int kv = 0; kv < s.kv_heads; ++kv) {
+          const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
+          auto reference = greedy::make_policy(to_string(policy), options.params);
+          greedy::SimulationOptions sim;
+          sim.budget = options.budget;
+          sim.aggregation = aggregation;
+          const greedy::Trace expected = greedy::simulate(group, *reference, sim);
+          const greedy::Trace trace = got.trace(layer, kv);
+          EXPECT_EQ(trace.budget, expected.budget);
+          ASSERT_EQ(trace.head_retained_mass.size(), std::size_t(n) * g);
+          for (int i = 0; i < n; ++i) {
+            EXPECT_EQ(trace.steps[std::size_t(i)].evicted, expected.steps[std::size_t(i)].evicted) << i;
+            EXPECT_TRUE(near(trace.steps[std::size_t(i)].retained_mass, expected.steps[std::size_t(i)].retained_mass, tol));
+            for (int h = 0; h < g; ++h) {
+              const std::size_t e = std::size_t(i) * g + h;
+              EXPECT_TRUE(near(trace.head_retained_mass[e], expected.head_retained_mass[e], tol)) << i;
+              EXPECT_TRUE(near(trace.head_output_error[e], expected.head_output_error[e], tol)) << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Every batched policy on GQA (g = 2, sum and max) and MQA (g = 4, mean) shapes, each layer
+/// against greedy::simulate with the registry's policy.
+TEST_P(KernelsTest, SimulationMatchesTheStreamingSimulator) {
+  for (const char* preset : {"tiny-gqa", "tiny-mqa"}) {
+    expect_simulation_matches(backend(), subevict::generate_workload(small_spec(preset, 48, 2, 5), 1),
+                              preset == std::string("tiny-gqa")
+                                  ? std::vector{greedy::GroupAggregation::kSum, greedy::GroupAggregation::kMax}
+                                  : std::vector{greedy::GroupAggregation::kMean});
+  }
+}
+
+TEST_P(KernelsTest, RejectsBadInputNamingIt) {
+  const Workload w = subevict::generate_workload(small_spec("tiny", 16, 1, 1), 1);
+  BatchedOptions zero;
+  zero.budget = 0;
+  EXPECT_THROW((void)simulate_batched(w, zero, backend()), InputError);
+  BatchedOptions sinks;
+  sinks.policy = BatchedPolicy::kStreamingLlm;
+  sinks.budget = 4;  // sinks 4 is not < 4
+  EXPECT_THROW((void)simulate_batched(w, sinks, backend()), InputError);
+  EXPECT_THROW((void)attention_stats(w, {0.0, 1}, backend()), InputError);
+  EXPECT_THROW((void)attention_stats(w, {0.01, -1}, backend()), InputError);
+  WorkloadSpec odd = small_spec("tiny", 16, 1, 1);
+  odd.shape.head_dim = 7;  // the LLM-like generator needs an even head_dim
+  EXPECT_THROW((void)generate_workload(odd, backend()), InputError);
+}
+
+#ifdef SUBEVICT_TEST_CUDA_BACKEND
+INSTANTIATE_TEST_SUITE_P(Cuda, KernelsTest, ::testing::Values(Backend::kCuda),
+                         backend_name);
+#else
+INSTANTIATE_TEST_SUITE_P(Cpu, KernelsTest, ::testing::Values(Backend::kReference, Backend::kPortable),
+                         backend_name);
+
+TEST(Backend, NamesRoundTripAndUnknownNamesAreRejected) {
+  for (Backend b : {Backend::kReference, Backend::kPortable, Backend::kCuda}) EXPECT_EQ(parse_backend(to_string(b)), b);
+  EXPECT_THROW((void)parse_backend("gpu"), InputError);
+  const std::vector<Backend> available = available_backends();
+  ASSERT_GE(available.size(), 2u);
+  EXPECT_EQ(available[0], Backend::kReference);
+  EXPECT_EQ(available[1], Backend::kPortable);
+  EXPECT_EQ(available.size() == 3, cuda_device_available());
+  EXPECT_EQ(fastest_backend(), cuda_device_available() ? Backend::kCuda : Backend::kReference);
+}
+
+// The bisection selection equals a sort on small random rows with ties.
+RC_GTEST_PROP(RowKernels, TopKMassEqualsTheSortedSum, ()) {
+  const int count = *rc::gen::inRange(1, 40);
+  const auto levels = *rc::gen::container<std::vector<int>>(std::size_t(count), rc::gen::inRange(-6, 7));
+  const int k = *rc::gen::inRange(0, count + 2);
+  std::vector<float> s(levels.begin(), levels.end());
+  for (float& x : s) x *= 0.75f;  // exact in float; repeated values make ties
+  const double log_normalizer = 2.5;
+  std::vector<double> p;
+  for (float x : s) p.push_back(std::exp(double(x) - log_normalizer));
+  std::sort(p.begin(), p.end(), std::greater<>());
+  const double expected = std::accumulate(p.begin(), p.begin() + std::min(k, count), 0.0);
+  RC_ASSERT(near(detail::top_k_mass(s.data(), count, k, log_normalizer), expected, Tol<double>::sum(std::size_t(count))));
+}
+#endif
+
+}  // namespace
+}  // namespace subevict::kernels

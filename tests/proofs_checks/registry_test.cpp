@@ -1,0 +1,71 @@
+// Tests proofs_checks/registry.hpp: ids are unique and well formed, every check describes itself
+// fully, and every registered check runs at small effort and yields a result without NaN.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "core/generator.hpp"
+#include "proofs_checks/registry.hpp"
+#include "proofs_checks/runner.hpp"
+
+namespace subevict::proofs_checks {
+namespace {
+
+TEST(Registry, IdsAreUniqueAndInfoIsComplete) {
+  const auto checks = all_checks();
+  ASSERT_FALSE(checks.empty());
+  std::set<std::string> ids;
+  const std::regex id_form("[a-z0-9_]+(\\.[a-z0-9_]+)+");
+  for (const auto& c : checks) {
+    const CheckInfo i = c->info();
+    EXPECT_TRUE(ids.insert(i.id).second) << "duplicate id " << i.id;
+    EXPECT_TRUE(std::regex_match(i.id, id_form)) << i.id;
+    EXPECT_FALSE(i.reference.empty()) << i.id;
+    EXPECT_FALSE(i.statement.empty()) << i.id;
+    EXPECT_FALSE(i.hypotheses.empty()) << i.id;
+    EXPECT_FALSE(i.conclusion.empty()) << i.id;
+    EXPECT_FALSE(i.families.empty()) << i.id;
+    EXPECT_TRUE(std::filesystem::exists(std::string(SUBEVICT_SOURCE_DIR) + "/" + i.source)) << i.id << ": " << i.source;
+  }
+}
+
+TEST(Registry, FindCheckReturnsTheCheckOrNull) {
+  for (const auto& c : all_checks()) {
+    const auto found = find_check(c->info().id);
+    ASSERT_NE(found, nullptr);
+    EXPECT_EQ(found->info().id, c->info().id);
+  }
+  EXPECT_EQ(find_check("no.such_check"), nullptr);
+}
+
+TEST(Registry, EveryCheckYieldsAResultWithoutNaN) {
+  const Workload w = generate_workload(spec_from_preset("llama2-7b", 256, 1, 7));
+  CheckContext context;
+  context.workload = &w;
+  context.seed = 7;
+  context.effort = 0.1;
+  const auto checks = all_checks();
+  std::vector<const Check*> pointers;
+  for (const auto& c : checks) pointers.push_back(c.get());
+  for (const CheckRun& run : run_checks(pointers, context)) {
+    EXPECT_TRUE(run.error.empty()) << run.info.id << ": " << run.error;
+    EXPECT_NE(run.result.outcome, Outcome::inconclusive) << run.info.id;
+    EXPECT_FALSE(run.result.key_number.empty()) << run.info.id;
+    EXPECT_LE(run.result.violations, run.result.hypotheses_held) << run.info.id;
+    EXPECT_FALSE(std::isnan(run.result.worst_slack)) << run.info.id;
+    std::set<std::string> names;
+    for (const Measurement& m : run.result.measurements) {
+      EXPECT_FALSE(std::isnan(m.value)) << run.info.id << "." << m.name;
+      EXPECT_TRUE(names.insert(m.name).second) << run.info.id << ": duplicate measurement " << m.name;
+    }
+    if (run.result.outcome == Outcome::violated) {
+      EXPECT_TRUE(run.result.counterexample.has_value()) << run.info.id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace subevict::proofs_checks
