@@ -30,6 +30,7 @@
 #include "core/atomic_file.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
+#include "core/number_text.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/cache_schedule.hpp"
 #include "greedy/head_evaluation.hpp"
@@ -111,11 +112,7 @@ double parse_budget_value(const std::string& text) {
 
 greedy::Budget to_budget(double v) { return greedy::budget_from_value(v, "simulate"); }
 
-std::string fmt(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", x);
-  return buf;
-}
+std::string fmt(double x) { return significant_digits(x, 10); }
 
 /// Runs the cells of the selected heads on `threads` workers (results in a fixed order).
 std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, int>>& heads,

@@ -3,11 +3,11 @@
 #include <omp.h>
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/counter_rng.hpp"
 #include "core/input_error.hpp"
 #include "core/llm_like_model.hpp"
+#include "core/number_text.hpp"
 #include "core/presets.hpp"
 
 namespace subevict {
@@ -119,9 +119,7 @@ Workload generate_workload(const WorkloadSpec& spec, int threads) {
   w.metadata["generator"] = to_string(spec.kind);
   if (spec.kind == GeneratorKind::kLlmLike) {
     for_each_llm_field(spec.llm, [&w](const char* name, const auto& value, const char*) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", double(value));
-      w.metadata[std::string("llm.") + name] = buf;
+      w.metadata[std::string("llm.") + name] = significant_digits(double(value), 17);
     });
   }
   w.metadata["seed"] = std::to_string(spec.seed);

@@ -1,9 +1,9 @@
 #include "greedy/head_evaluation.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/input_error.hpp"
+#include "core/number_text.hpp"
 #include "greedy/head_group.hpp"
 #include "greedy/lookahead.hpp"
 #include "greedy/offline_optimum.hpp"
@@ -29,10 +29,8 @@ OptimumMode parse_optimum_mode(const std::string& name, const std::string& sourc
 
 Budget budget_from_value(double value, const std::string& source) {
   if (!(value > 0.0) || !std::isfinite(value) || (value >= 1.0 && value != std::floor(value))) {
-    char text[40];
-    std::snprintf(text, sizeof text, "%.10g", value);
     throw InputError(source, "budget", "a ratio in (0, 1) of the sequence length or an integer size >= 1",
-                     text);
+                     significant_digits(value, 10));
   }
   return value < 1.0 ? Budget::ratio_of_tokens(value) : Budget::absolute(int(value));
 }

@@ -1,16 +1,14 @@
 #include "proofs_checks/format.hpp"
 
 #include <cmath>
-#include <cstdio>
+
+#include "core/number_text.hpp"
 
 namespace subevict::proofs_checks {
 
 std::string format_number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
+  if (std::isnan(value)) return "nan";  // printf may write "-nan"
+  return significant_digits(value, 6);
 }
 
 }  // namespace subevict::proofs_checks

@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "core/input_error.hpp"
+#include "core/number_text.hpp"
 #include "core/presets.hpp"
 #include "greedy/head_group.hpp"
 #include "greedy/policy_registry.hpp"
@@ -87,11 +88,7 @@ const toml::table* subtable(const toml::table& root, const std::string& name, co
   return node->as_table();
 }
 
-std::string fmt(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", x);
-  return buf;
-}
+std::string fmt(double x) { return significant_digits(x, 10); }
 
 }  // namespace
 

@@ -3,15 +3,12 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/number_text.hpp"
 #include "greedy/simulator.hpp"
 
 namespace subevict::sweep {
 
-std::string exact_text(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", x);
-  return buf;
-}
+std::string exact_text(double x) { return significant_digits(x, 17); }
 
 std::string to_string(BudgetKind kind) { return kind == BudgetKind::kRatio ? "ratio" : "size"; }
 
