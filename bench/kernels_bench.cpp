@@ -22,6 +22,13 @@
 namespace subevict::kernels {
 namespace {
 
+/// On cuda, the device milliseconds of each kernel of the last iteration as counters <kernel>_ms
+/// (scripts/gpu_check prints them: where the time goes).
+void add_kernel_times(benchmark::State& state, Backend backend) {
+  if (backend != Backend::kCuda) return;
+  for (const KernelTime& t : last_cuda_kernel_times()) state.counters[t.kernel + "_ms"] += t.milliseconds;
+}
+
 void bench_generate(benchmark::State& state, Backend backend, int n) {
   const WorkloadSpec spec = spec_from_preset("llama2-7b", n, 1, 1);
   for (auto _ : state) {
@@ -40,6 +47,7 @@ void bench_stats(benchmark::State& state, Backend backend, int n) {
     const AttentionStats s = attention_stats(w, options, backend);
     benchmark::DoNotOptimize(s.log_normalizer.data());
   }
+  add_kernel_times(state, backend);
   const Shape& s = w.shape();
   const double entries = double(s.layers) * s.q_heads * double(n) * (n + 1) / 2;
   state.SetItemsProcessed(std::int64_t(double(state.iterations()) * entries));
@@ -59,6 +67,7 @@ void bench_simulate(benchmark::State& state, Backend backend, int n) {
     const BatchedSimulation s = simulate_batched(w, options, backend);
     benchmark::DoNotOptimize(s.retained_mass.data());
   }
+  add_kernel_times(state, backend);
   const Shape& s = w.shape();
   state.SetItemsProcessed(std::int64_t(state.iterations()) * n * s.layers * s.q_heads);
   state.SetBytesProcessed(std::int64_t(double(state.iterations()) * double(s.q_elements() + 2 * s.kv_elements()) * sizeof(float)));

@@ -8,7 +8,7 @@
 #include "core/input_error.hpp"
 #include "core/metrics.hpp"
 #include "greedy/step_oracle.hpp"
-#include "kernels/backend_detail.hpp"
+#include "kernels/detail/kernel_runner.hpp"
 
 namespace subevict::kernels {
 namespace {
@@ -37,21 +37,42 @@ void reference_stats(const Workload& w, const AttentionStatsOptions& opt, Attent
   }
 }
 
-}  // namespace
-
-AttentionStats attention_stats(const Workload& workload, const AttentionStatsOptions& options, Backend backend) {
+void validate(const AttentionStatsOptions& options) {
   if (!(options.tau > 0.0 && options.tau <= 1.0)) {
     throw InputError("attention statistics", "tau", "a ratio in (0, 1]", std::to_string(options.tau));
   }
   if (options.budget < 0) {
     throw InputError("attention statistics", "budget", "a size >= 0", std::to_string(options.budget));
   }
-  require_available(backend);
+}
+
+/// The statistics of validated options by `runner` (the portable / cuda layouts).
+AttentionStats run_stats(const Workload& workload, const AttentionStatsOptions& options,
+                         const detail::StatsRunner& runner) {
   const Shape& s = workload.shape();
+  const detail::StatsInput in{detail::to_dims(s), workload.score_scale(), workload.q_data().data(), workload.k_data().data(),
+                              options.tau, options.budget};
+  detail::StatsOutput result;
+  runner(in, result);
   AttentionStats out;
   out.shape = s;
-  const std::size_t rows = std::size_t(s.layers) * s.q_heads * s.tokens;
+  out.log_normalizer = std::move(result.log_normalizer);
+  out.column_sum = std::move(result.column_sum);
+  out.oracle_mass = std::move(result.oracle_mass);
+  out.below_tau = std::move(result.below_tau);
+  return out;
+}
+
+}  // namespace
+
+AttentionStats attention_stats(const Workload& workload, const AttentionStatsOptions& options, Backend backend) {
+  validate(options);
+  require_available(backend);
   if (backend == Backend::kReference) {
+    const Shape& s = workload.shape();
+    const std::size_t rows = std::size_t(s.layers) * s.q_heads * s.tokens;
+    AttentionStats out;
+    out.shape = s;
     out.log_normalizer.resize(rows);
     out.column_sum.resize(rows);
     out.oracle_mass.resize(rows);
@@ -59,23 +80,16 @@ AttentionStats attention_stats(const Workload& workload, const AttentionStatsOpt
     reference_stats(workload, options, out);
     return out;
   }
-  const detail::StatsInput in{detail::to_dims(s), workload.score_scale(), workload.q_data().data(), workload.k_data().data(),
-                              options.tau, options.budget};
-  detail::StatsOutput result;
 #ifdef SUBEVICT_KERNELS_CUDA
-  if (backend == Backend::kCuda) {
-    detail::cuda::attention_stats(in, result);
-  } else {
-    detail::portable::attention_stats(in, result);
-  }
-#else
-  detail::portable::attention_stats(in, result);
+  if (backend == Backend::kCuda) return run_stats(workload, options, detail::cuda::attention_stats);
 #endif
-  out.log_normalizer = std::move(result.log_normalizer);
-  out.column_sum = std::move(result.column_sum);
-  out.oracle_mass = std::move(result.oracle_mass);
-  out.below_tau = std::move(result.below_tau);
-  return out;
+  return run_stats(workload, options, detail::portable::attention_stats);
+}
+
+AttentionStats detail::attention_stats_with(const Workload& workload, const AttentionStatsOptions& options,
+                                            const StatsRunner& runner) {
+  validate(options);
+  return run_stats(workload, options, runner);
 }
 
 }  // namespace subevict::kernels

@@ -2,7 +2,7 @@
 
 #include "core/input_error.hpp"
 #include "core/shape.hpp"
-#include "kernels/backend_detail.hpp"
+#include "kernels/detail/backend_detail.hpp"
 
 namespace subevict::kernels {
 
@@ -50,6 +50,16 @@ std::vector<Backend> available_backends() {
 }
 
 Backend fastest_backend() { return cuda_device_available() ? Backend::kCuda : Backend::kReference; }
+
+std::vector<KernelTime> last_cuda_kernel_times() {
+#ifdef SUBEVICT_KERNELS_CUDA
+  std::vector<KernelTime> out;
+  for (const auto& [kernel, ms] : detail::cuda::last_kernel_times()) out.push_back({kernel, ms});
+  return out;
+#else
+  return {};
+#endif
+}
 
 void require_available(Backend backend) {
   if (backend != Backend::kCuda || cuda_device_available()) return;

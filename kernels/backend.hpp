@@ -41,4 +41,16 @@ enum class Backend { kReference, kPortable, kCuda };
 /// device or without a CUDA build names the reason).
 void require_available(Backend backend);
 
+/// The device time of one kernel launch.
+struct KernelTime {
+  std::string kernel;  ///< row_pass, column_pass, oracle_pass, exact_rows or simulate_groups
+  double milliseconds = 0;
+};
+
+/// The kernels that the calling thread's last cuda-backend attention_stats or simulate_batched
+/// launched, in launch order, timed with CUDA events; empty before any such call, without a CUDA
+/// build, or after a call that fell back to the portable source. For profiling (bench/
+/// kernels_bench reports them per benchmark).
+[[nodiscard]] std::vector<KernelTime> last_cuda_kernel_times();
+
 }  // namespace subevict::kernels

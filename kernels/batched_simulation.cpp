@@ -4,7 +4,7 @@
 
 #include "core/input_error.hpp"
 #include "greedy/policies/policy_support.hpp"
-#include "kernels/backend_detail.hpp"
+#include "kernels/detail/kernel_runner.hpp"
 
 namespace subevict::kernels {
 namespace {
@@ -94,19 +94,22 @@ greedy::Trace BatchedSimulation::trace(int layer, int kv_head) const {
   return t;
 }
 
-BatchedSimulation simulate_batched(const Workload& workload, const BatchedOptions& options, Backend backend) {
+namespace {
+
+/// The checks of simulate_batched's options (as the policies' reset() would throw them) and the
+/// result with its per-group budgets resolved; *recent receives h2o's recent window.
+BatchedSimulation prepare(const Workload& workload, const BatchedOptions& options, int* recent) {
   const Shape& s = workload.shape();
   if (options.budget < 1) {
     throw InputError("batched simulation", "budget", "an absolute size >= 1", std::to_string(options.budget));
   }
-  require_available(backend);
   const int n = s.tokens, groups = s.layers * s.kv_heads;
   const int budget = std::min(options.budget, n);
-  // The policies' own checks (as their reset() would throw them).
-  greedy::policies::HeavyRecent split;
+  *recent = 0;
   if (options.policy == BatchedPolicy::kH2o) {
-    split = greedy::policies::split_budget(budget, options.params.heavy_ratio, options.params.heavy,
-                                           options.params.recent, "h2o");
+    *recent = greedy::policies::split_budget(budget, options.params.heavy_ratio, options.params.heavy,
+                                             options.params.recent, "h2o")
+                  .recent;
   }
   if (options.policy == BatchedPolicy::kStreamingLlm && (options.params.sinks < 0 || options.params.sinks >= budget)) {
     throw InputError("policy", "streamingllm: sinks", "0 <= sinks < budget " + std::to_string(budget),
@@ -120,38 +123,60 @@ BatchedSimulation simulate_batched(const Workload& workload, const BatchedOption
     const bool compresses = options.policy != BatchedPolicy::kL2Norm || !skipped(options.params, group / s.kv_heads);
     out.budget[std::size_t(group)] = compresses ? budget : n;
   }
-  if (backend == Backend::kReference) {
-    const std::size_t per_head = std::size_t(groups) * n * s.group_size();
-    out.retained_mass.resize(per_head);
-    out.output_error.resize(per_head);
-    out.evicted.resize(std::size_t(groups) * n);
-    reference_simulation(workload, options, budget, out);
-    return out;
-  }
+  return out;
+}
+
+/// Runs a prepared simulation through `runner` (the portable / cuda layouts).
+void run_simulation(const Workload& workload, const BatchedOptions& options, int recent,
+                    const detail::SimulationRunner& runner, BatchedSimulation& out) {
   detail::SimInput in;
-  in.shape = detail::to_dims(s);
+  in.shape = detail::to_dims(workload.shape());
   in.scale = workload.score_scale();
   in.q = workload.q_data().data();
   in.k = workload.k_data().data();
   in.v = workload.v_data().data();
   in.policy = int(options.policy);
   in.aggregation = int(options.aggregation);
-  in.recent = split.recent;
+  in.recent = recent;
   in.sinks = options.params.sinks;
   in.budget = out.budget;
   detail::SimOutput result;
-#ifdef SUBEVICT_KERNELS_CUDA
-  if (backend == Backend::kCuda) {
-    detail::cuda::simulate(in, result);
-  } else {
-    detail::portable::simulate(in, result);
-  }
-#else
-  detail::portable::simulate(in, result);
-#endif
+  runner(in, result);
   out.retained_mass = std::move(result.retained_mass);
   out.output_error = std::move(result.output_error);
   out.evicted = std::move(result.evicted);
+}
+
+}  // namespace
+
+BatchedSimulation simulate_batched(const Workload& workload, const BatchedOptions& options, Backend backend) {
+  int recent = 0;
+  BatchedSimulation out = prepare(workload, options, &recent);
+  require_available(backend);
+  if (backend == Backend::kReference) {
+    const Shape& s = workload.shape();
+    const std::size_t groups = std::size_t(s.layers) * s.kv_heads;
+    out.retained_mass.resize(groups * s.tokens * s.group_size());
+    out.output_error.resize(groups * s.tokens * s.group_size());
+    out.evicted.resize(groups * s.tokens);
+    reference_simulation(workload, options, std::min(options.budget, s.tokens), out);
+    return out;
+  }
+#ifdef SUBEVICT_KERNELS_CUDA
+  if (backend == Backend::kCuda) {
+    run_simulation(workload, options, recent, detail::cuda::simulate, out);
+    return out;
+  }
+#endif
+  run_simulation(workload, options, recent, detail::portable::simulate, out);
+  return out;
+}
+
+BatchedSimulation detail::simulate_batched_with(const Workload& workload, const BatchedOptions& options,
+                                                const SimulationRunner& runner) {
+  int recent = 0;
+  BatchedSimulation out = prepare(workload, options, &recent);
+  run_simulation(workload, options, recent, runner, out);
   return out;
 }
 

@@ -5,7 +5,7 @@
 
 #include "core/input_error.hpp"
 #include "core/llm_like_model.hpp"
-#include "kernels/backend_detail.hpp"
+#include "kernels/detail/backend_detail.hpp"
 
 namespace subevict::kernels {
 namespace {

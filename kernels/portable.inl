@@ -17,8 +17,9 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/backend_detail.hpp"
-#include "kernels/row_kernels.hpp"
+#include "kernels/detail/backend_detail.hpp"
+#include "kernels/detail/block_kernels.hpp"
+#include "kernels/detail/row_kernels.hpp"
 
 namespace subevict::kernels::detail::SUBEVICT_PORTABLE_NS {
 namespace {
@@ -87,28 +88,15 @@ struct ColumnFn {
   }
 };
 
-/// Exact row i of one query head (global row index): L_i and o_i by an online softmax in double.
-struct ExactRowFn {
-  const float *q, *k, *v;
-  int n, d, q_heads, group;
-  double scale;
-  double *log_normalizer, *output;  // [row], [row][d]
-  SUBEVICT_HD void operator()(std::int64_t row) const {
-    const int i = int(row % n);
-    const std::int64_t head = row / n;  // layer * q_heads + q_head
-    const std::size_t kv = kv_index(std::size_t(head), q_heads, group);
-    const float* qi = q + std::size_t(row) * d;
-    const float* kh = k + std::size_t(kv) * n * d;
-    const float* vh = v + std::size_t(kv) * n * d;
-    double* o = output + std::size_t(row) * d;
-    exact_row(qi, kh, vh, i, d, scale, o, &log_normalizer[row]);
-  }
-};
-
-/// One (layer, KV head) group's whole streaming simulation (greedy/simulator.cpp semantics).
+/// One (layer, KV head) group's whole streaming simulation: the block kernel on one thread, with
+/// this group's slice of `scratch` as its shared memory (the cache itself in the SimView's arrays).
 struct SimGroupFn {
   SimView view;
-  SUBEVICT_HD void operator()(int group) const { simulate_group(view, group); }
+  unsigned char* scratch;
+  std::size_t scratch_stride;
+  SUBEVICT_HD void operator()(int group) const {
+    SimulateGroups{view, false}(SerialBlock{group, 0, scratch + std::size_t(group) * scratch_stride});
+  }
 };
 
 }  // namespace
@@ -189,7 +177,10 @@ void simulate(const SimInput& in, SimOutput& out) {
                      s.layers, s.q_heads, s.kv_heads, n, d, in.scale, in.policy, in.aggregation, in.recent,
                      in.sinks, capacity, raw(slots), raw(weights), raw(score), raw(retained), raw(error),
                      raw(evicted)};
-  thrust::for_each(thrust::counting_iterator<int>(0), thrust::counting_iterator<int>(groups), SimGroupFn{view});
+  const std::size_t stride = (sim_shared_bytes(1, capacity, g, false) + 15) / 16 * 16;
+  thrust::device_vector<unsigned char> scratch(std::size_t(groups) * stride);
+  thrust::for_each(thrust::counting_iterator<int>(0), thrust::counting_iterator<int>(groups),
+                   SimGroupFn{view, raw(scratch), stride});
   to_host(retained, out.retained_mass);
   to_host(error, out.output_error);
   to_host(evicted, out.evicted);

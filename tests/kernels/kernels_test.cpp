@@ -1,6 +1,8 @@
 // The kernels against independent computations: one test body per backend (TEST_P). This file
-// builds twice: kernels_test instantiates reference and portable; with SUBEVICT_TEST_CUDA_BACKEND
-// (kernels_gpu_test, label gpu) it instantiates cuda, which skips where no device is visible.
+// builds twice: kernels_test instantiates reference, portable and the CUDA backend's block kernels
+// on the CPU block emulator (block_emulator.hpp, forward and reverse thread order); with
+// SUBEVICT_TEST_CUDA_BACKEND (kernels_gpu_test, label gpu) it instantiates cuda, which skips where
+// no device is visible.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -9,7 +11,11 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <vector>
+
+#include "block_emulator.hpp"
 
 #include "core/attention.hpp"
 #include "core/generator.hpp"
@@ -22,22 +28,73 @@
 #include "kernels/attention_stats.hpp"
 #include "kernels/batched_simulation.hpp"
 #include "kernels/generate.hpp"
+#include "kernels/detail/kernel_runner.hpp"
 #include "kernels/kernel_tolerance.hpp"
-#include "kernels/row_kernels.hpp"
+#include "kernels/detail/row_kernels.hpp"
 
 namespace subevict::kernels {
 namespace {
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& param) { return to_string(param.param); }
 
-class KernelsTest : public ::testing::TestWithParam<Backend> {
+/// Skips the cuda backend where no device is visible.
+void skip_without_device(Backend backend) {
+  if (backend == Backend::kCuda && !cuda_device_available()) {
+    GTEST_SKIP() << (cuda_compiled() ? "no CUDA device visible" : "built without CUDA");
+  }
+}
+
+/// Generation and input checks, per backend.
+class BackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override { skip_without_device(GetParam()); }
+  Backend backend() const { return GetParam(); }
+};
+
+/// One implementation of the statistics and the simulation: a backend, or the cuda backend's
+/// block kernels and launches (kernels/detail/block_pipeline.hpp) on the CPU block emulator.
+struct Implementation {
+  std::string name;
+  Backend backend;
+  std::optional<emulation::EmulatorOptions> emulated;
+};
+void PrintTo(const Implementation& implementation, std::ostream* out) { *out << implementation.name; }
+
+/// A stats runner on the emulator that fails instead of falling back to the portable source.
+detail::StatsRunner emulated_stats(emulation::BlockEmulator& exec) {
+  return [&exec](const detail::StatsInput& in, detail::StatsOutput& out) {
+    if (!detail::run_block_stats(exec, in, out)) throw std::logic_error("shape outside the block kernels' limits");
+  };
+}
+detail::SimulationRunner emulated_simulation(emulation::BlockEmulator& exec) {
+  return [&exec](const detail::SimInput& in, detail::SimOutput& out) { detail::run_block_simulation(exec, in, out); };
+}
+
+using SimulateFn = std::function<BatchedSimulation(const Workload&, const BatchedOptions&)>;
+
+class KernelsTest : public ::testing::TestWithParam<Implementation> {
  protected:
   void SetUp() override {
-    if (GetParam() == Backend::kCuda && !cuda_device_available()) {
-      GTEST_SKIP() << (cuda_compiled() ? "no CUDA device visible" : "built without CUDA");
-    }
+    if (!GetParam().emulated) skip_without_device(GetParam().backend);
   }
-  Backend backend() const { return GetParam(); }
+  Backend backend() const { return GetParam().backend; }
+  AttentionStats stats(const Workload& w, const AttentionStatsOptions& options) const {
+    if (!GetParam().emulated) return attention_stats(w, options, backend());
+    emulation::BlockEmulator exec(*GetParam().emulated);
+    AttentionStats out = detail::attention_stats_with(w, options, emulated_stats(exec));
+    EXPECT_EQ(exec.launches(), 3);  // row, column and oracle passes ran
+    return out;
+  }
+  SimulateFn simulate() const {
+    const Implementation impl = GetParam();
+    return [impl](const Workload& w, const BatchedOptions& options) {
+      if (!impl.emulated) return simulate_batched(w, options, impl.backend);
+      emulation::BlockEmulator exec(*impl.emulated);
+      BatchedSimulation out = detail::simulate_batched_with(w, options, emulated_simulation(exec));
+      EXPECT_EQ(exec.launches(), 1);
+      return out;
+    };
+  }
 };
 
 WorkloadSpec small_spec(const char* preset, int tokens, int layers, std::uint64_t seed) {
@@ -48,7 +105,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-TEST_P(KernelsTest, GeneratesTheCoreTensorsBitForBit) {
+TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
   std::vector<WorkloadSpec> specs = {small_spec("tiny", 40, 2, 7), small_spec("tiny-gqa", 33, 2, 11),
                                      small_spec("llama3-8b", 12, 1, 3), small_spec("opt-30b", 5, 1, 5)};
   WorkloadSpec gaussian = small_spec("tiny-mqa", 17, 2, 9);
@@ -74,10 +131,9 @@ double sorted_oracle(const Eigen::VectorXd& row, int i, int budget) {
   return row[i] + std::accumulate(past.begin(), past.begin() + take, 0.0);
 }
 
-TEST_P(KernelsTest, StatisticsMatchExactAttention) {
-  const Workload w = subevict::generate_workload(small_spec("tiny-gqa", 70, 2, 21), 1);
-  const AttentionStatsOptions options{0.01, 9};
-  const AttentionStats got = attention_stats(w, options, backend());
+/// The statistics of `got` for workload `w` against core's exact attention, with a sort for U_i.
+void expect_stats_match(const AttentionStats& got, const Workload& w, const AttentionStatsOptions& options,
+                        bool double_scores) {
   const Shape& s = w.shape();
   const int n = s.tokens;
   ASSERT_EQ(got.log_normalizer.size(), std::size_t(s.layers) * s.q_heads * n);
@@ -87,8 +143,8 @@ TEST_P(KernelsTest, StatisticsMatchExactAttention) {
       const ConstHeadMap q = w.q(layer, h), k = w.k(layer, s.kv_head_of(h));
       const double scale = w.score_scale();
       const double magnitude = scale * q.rowwise().norm().maxCoeff() * k.rowwise().norm().maxCoeff();
-      const double delta = backend() == Backend::kReference ? Tol<double>::sum(std::size_t(s.head_dim)) * magnitude
-                                                            : score_tolerance(s.head_dim, magnitude);
+      const double delta = double_scores ? Tol<double>::sum(std::size_t(s.head_dim)) * magnitude
+                                         : score_tolerance(s.head_dim, magnitude);
       const double mass_tol = mass_tolerance(delta, n);
       const Eigen::MatrixXd a = causal_attention(q, k, scale);
       const Eigen::VectorXd columns = accumulated_attention(a);
@@ -110,9 +166,23 @@ TEST_P(KernelsTest, StatisticsMatchExactAttention) {
   }
 }
 
+TEST_P(KernelsTest, StatisticsMatchExactAttention) {
+  // Tile edges: n a multiple of the emulated block size, one past it, a single row; budgets 0,
+  // inside the row and beyond it.
+  struct Case {
+    int tokens, budget;
+  };
+  for (const Case c : {Case{70, 9}, Case{8, 0}, Case{9, 20}, Case{1, 3}}) {
+    SCOPED_TRACE("n " + std::to_string(c.tokens) + " budget " + std::to_string(c.budget));
+    const Workload w = subevict::generate_workload(small_spec("tiny-gqa", c.tokens, 2, 21), 1);
+    const AttentionStatsOptions options{0.01, c.budget};
+    expect_stats_match(stats(w, options), w, options, backend() == Backend::kReference);
+  }
+}
+
 /// Every (layer, KV head) of `w` under every batched policy and aggregation against
 /// greedy::simulate: identical evictions, masses and errors within simulation_tolerance.
-void expect_simulation_matches(Backend backend, const Workload& w,
+void expect_simulation_matches(const SimulateFn& simulate, const Workload& w,
                                const std::vector<greedy::GroupAggregation>& aggregations) {
   const Shape& s = w.shape();
   const int n = s.tokens, g = s.group_size();
@@ -126,7 +196,7 @@ void expect_simulation_matches(Backend backend, const Workload& w,
       options.aggregation = aggregation;
       options.params.skipped_layers = {1};
       SCOPED_TRACE(to_string(policy) + " " + greedy::to_string(aggregation));
-      const BatchedSimulation got = simulate_batched(w, options, backend);
+      const BatchedSimulation got = simulate(w, options);
       for (int layer = 0; layer < s.layers; ++layer) {
         for (int kv = 0; kv < s.kv_heads; ++kv) {
           const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
@@ -157,14 +227,14 @@ void expect_simulation_matches(Backend backend, const Workload& w,
 /// against greedy::simulate with the registry's policy.
 TEST_P(KernelsTest, SimulationMatchesTheStreamingSimulator) {
   for (const char* preset : {"tiny-gqa", "tiny-mqa"}) {
-    expect_simulation_matches(backend(), subevict::generate_workload(small_spec(preset, 48, 2, 5), 1),
+    expect_simulation_matches(simulate(), subevict::generate_workload(small_spec(preset, 48, 2, 5), 1),
                               preset == std::string("tiny-gqa")
                                   ? std::vector{greedy::GroupAggregation::kSum, greedy::GroupAggregation::kMax}
                                   : std::vector{greedy::GroupAggregation::kMean});
   }
 }
 
-TEST_P(KernelsTest, RejectsBadInputNamingIt) {
+TEST_P(BackendTest, RejectsBadInputNamingIt) {
   const Workload w = subevict::generate_workload(small_spec("tiny", 16, 1, 1), 1);
   BatchedOptions zero;
   zero.budget = 0;
@@ -180,12 +250,23 @@ TEST_P(KernelsTest, RejectsBadInputNamingIt) {
   EXPECT_THROW((void)generate_workload(odd, backend()), InputError);
 }
 
+std::string implementation_name(const ::testing::TestParamInfo<Implementation>& param) { return param.param.name; }
+
 #ifdef SUBEVICT_TEST_CUDA_BACKEND
-INSTANTIATE_TEST_SUITE_P(Cuda, KernelsTest, ::testing::Values(Backend::kCuda),
-                         backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, BackendTest, ::testing::Values(Backend::kCuda), backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, KernelsTest, ::testing::Values(Implementation{"cuda", Backend::kCuda, std::nullopt}),
+                         implementation_name);
 #else
-INSTANTIATE_TEST_SUITE_P(Cpu, KernelsTest, ::testing::Values(Backend::kReference, Backend::kPortable),
-                         backend_name);
+INSTANTIATE_TEST_SUITE_P(Cpu, BackendTest, ::testing::Values(Backend::kReference, Backend::kPortable), backend_name);
+// The emulated blocks are smaller than the device's (4 and 8 threads instead of 32 and 128), so
+// the tiles, strided loops and reduction trees run several rounds at these test sizes.
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, KernelsTest,
+    ::testing::Values(Implementation{"reference", Backend::kReference, std::nullopt},
+                      Implementation{"portable", Backend::kPortable, std::nullopt},
+                      Implementation{"cuda_kernels_emulated", Backend::kCuda, emulation::EmulatorOptions{4, false}},
+                      Implementation{"cuda_kernels_emulated_reverse", Backend::kCuda, emulation::EmulatorOptions{8, true}}),
+    implementation_name);
 
 TEST(Backend, NamesRoundTripAndUnknownNamesAreRejected) {
   for (Backend b : {Backend::kReference, Backend::kPortable, Backend::kCuda}) EXPECT_EQ(parse_backend(to_string(b)), b);

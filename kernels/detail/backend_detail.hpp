@@ -6,6 +6,7 @@
 /// Not installed as API; tensors are row-major [layer][head][token][dim] as in core::Workload.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/counter_rng.hpp"
@@ -179,6 +180,8 @@ bool device_available();
 void generate(const GeneratorTables& tables, std::vector<float>& q, std::vector<float>& k, std::vector<float>& v);
 void attention_stats(const StatsInput& in, StatsOutput& out);
 void simulate(const SimInput& in, SimOutput& out);
+/// (kernel name, milliseconds) of the calling thread's last attention_stats / simulate launches.
+std::vector<std::pair<const char*, double>> last_kernel_times();
 }  // namespace cuda
 
 }  // namespace subevict::kernels::detail

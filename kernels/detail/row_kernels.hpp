@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Internal: the per-row and per-group computations shared by the portable functors
-/// (kernels/portable.inl) and the CUDA kernels (kernels/cuda_backend.cu). Plain __host__
+/// (kernels/portable.inl) and the block kernels (kernels/detail/block_kernels.hpp). Plain __host__
 /// __device__ functions on raw pointers; no allocation, no library calls but std::exp, std::log
 /// and std::sqrt. Ties go to the lowest token index, as everywhere.
 
@@ -161,6 +161,24 @@ SUBEVICT_HD inline std::size_t kv_index(std::size_t head, int q_heads, int group
   return (head / q_heads) * std::size_t(q_heads / group) + (head % q_heads) / group;
 }
 
+/// Exact row i of one query head (global row index): L_i and o_i by an online softmax in double.
+struct ExactRowFn {
+  const float *q, *k, *v;
+  int n, d, q_heads, group;
+  double scale;
+  double *log_normalizer, *output;  // [row], [row][d]
+  SUBEVICT_HD void operator()(std::int64_t row) const {
+    const int i = int(row % n);
+    const std::int64_t head = row / n;  // layer * q_heads + q_head
+    const std::size_t kv = kv_index(std::size_t(head), q_heads, group);
+    const float* qi = q + std::size_t(row) * d;
+    const float* kh = k + std::size_t(kv) * n * d;
+    const float* vh = v + std::size_t(kv) * n * d;
+    double* o = output + std::size_t(row) * d;
+    exact_row(qi, kh, vh, i, d, scale, o, &log_normalizer[row]);
+  }
+};
+
 /// One group's views into the per-group arrays of a SimView, given its attention scratch `att`
 /// (sim_weight_stride doubles: attention [g][capacity], then the aggregate, maxima and sums).
 struct GroupArrays {
@@ -184,96 +202,6 @@ SUBEVICT_HD inline bool eligible(const SimView& s, int i, int t) {
 }
 SUBEVICT_HD inline double eviction_key(const SimView& s, const double* score, int t) {
   return (s.policy == 1 || s.policy == 2) ? 0.0 : score[t];
-}
-
-/// The streaming simulation of one (layer, KV head) group, greedy/simulator.cpp semantics with
-/// prefill 0: push i, tracked softmax per query head over the cache in slot order, metrics against
-/// the exact row, the policy's choice, swap-with-last removal. O(n k g d).
-SUBEVICT_HD inline void simulate_group(const SimView& s, int group) {
-  const int layer = group / s.kv_heads, kv = group % s.kv_heads, g = s.q_heads / s.kv_heads;
-  const int n = s.n, d = s.d, k = s.budget[group], cap = s.capacity;
-  std::int32_t* slot = s.slots + std::size_t(group) * cap;
-  double* att = s.weights + std::size_t(group) * sim_weight_stride(cap, g);
-  const GroupArrays arrays = group_arrays(s, group, att);
-  double *agg = arrays.agg, *head_top = arrays.head_top, *head_sum = arrays.head_sum, *score = arrays.score;
-  const float *kh = arrays.k, *vh = arrays.v;
-  for (int t = 0; t < n; ++t) {
-    double norm2 = 0.0;
-    if (s.policy == 3) {
-      for (int x = 0; x < d; ++x) norm2 += double(kh[std::size_t(t) * d + x]) * double(kh[std::size_t(t) * d + x]);
-    }
-    score[t] = s.policy == 3 ? -std::sqrt(norm2) : 0.0;
-  }
-  int size = 0;
-  bool evicted_any = false;
-  for (int i = 0; i < n; ++i) {
-    const bool full = size == k;
-    slot[size++] = i;
-    const int m = size;
-    for (int h = 0; h < g; ++h) {
-      const std::size_t row = (std::size_t(layer) * s.q_heads + std::size_t(kv) * g + h) * n + i;
-      const float* qi = s.q + row * d;
-      double* a = att + std::size_t(h) * m;
-      double top = -INFINITY;
-      for (int e = 0; e < m; ++e) {
-        const float* kt = kh + std::size_t(slot[e]) * d;
-        double l = 0.0;
-        for (int x = 0; x < d; ++x) l += (s.scale * double(qi[x])) * double(kt[x]);
-        a[e] = l;
-        top = l > top ? l : top;
-      }
-      double sum = 0.0;
-      for (int e = 0; e < m; ++e) sum += (a[e] = std::exp(a[e] - top));
-      for (int e = 0; e < m; ++e) a[e] /= sum;
-      head_top[h] = top;
-      head_sum[h] = sum;
-    }
-    const double* group_att = att;
-    if (g > 1) {
-      for (int e = 0; e < m; ++e) agg[e] = aggregate_member(att, m, g, e, s.aggregation);
-      group_att = agg;
-    }
-    for (int h = 0; h < g; ++h) {
-      const std::size_t row = (std::size_t(layer) * s.q_heads + std::size_t(kv) * g + h) * n + i;
-      double r = 1.0, err = 0.0;
-      if (evicted_any) {
-        r = std::exp(head_top[h] - s.log_normalizer[row]) * head_sum[h];
-        r = r < 1.0 ? r : 1.0;
-        const double* o = s.exact_output + row * d;
-        const double* a = att + std::size_t(h) * m;
-        double diff2 = 0.0, norm2 = 0.0;
-        for (int x = 0; x < d; ++x) add_output_error_terms(o, a, slot, vh, m, d, x, &diff2, &norm2);
-        err = norm2 > 0.0 ? std::sqrt(diff2) / std::sqrt(norm2) : std::sqrt(diff2);
-      }
-      s.retained[(std::size_t(group) * n + i) * g + h] = r;
-      s.error[(std::size_t(group) * n + i) * g + h] = err;
-    }
-    if (s.policy == 0) {
-      for (int e = 0; e < m; ++e) score[slot[e]] += group_att[e];
-    } else if (s.policy == 4) {
-      for (int e = 0; e < m; ++e) score[slot[e]] = group_att[e];
-    }
-    std::int32_t out = -1;
-    if (full) {
-      int best = -1;
-      double best_key = 0.0;
-      for (int e = 0; e < m; ++e) {
-        const int t = slot[e];
-        if (!eligible(s, i, t)) continue;
-        const double key = eviction_key(s, score, t);
-        if (best < 0 || key < best_key || (key == best_key && t < slot[best])) {
-          best = e;
-          best_key = key;
-        }
-      }
-      if (best < 0) best = 0;  // unreachable for validated parameters: some member is eligible
-      out = slot[best];
-      slot[best] = slot[m - 1];
-      --size;
-      evicted_any = true;
-    }
-    s.evicted[std::size_t(group) * n + i] = out;
-  }
 }
 
 }  // namespace subevict::kernels::detail
