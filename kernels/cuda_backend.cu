@@ -1,10 +1,11 @@
 // The CUDA backend: workload generation is the portable source (kernels/portable.inl) compiled by
 // nvcc for the CUDA device system; the statistics and the simulation run the block kernels of
-// kernels/detail/block_kernels.hpp through the launches of kernels/detail/block_pipeline.hpp, here on a device
-// (DeviceBlock: threadIdx, __syncthreads, dynamic shared memory). The tests run the same kernels
-// and launches under tests/kernels/block_emulator.hpp on CPU threads.
-//   statistics  tiles of kTile query rows / keys (one thread each) for L_i, the row maximum, the
-//               column sums and the counts below tau; one kBlock-thread block per row for U_i.
+// kernels/detail/block_kernels.hpp through the launches of kernels/detail/block_pipeline.hpp,
+// here on a device (DeviceBlock: threadIdx, __syncthreads, dynamic shared memory). The tests run
+// the same kernels and launches under tests/kernels/block_emulator.hpp on CPU threads.
+//   statistics  row_pass and column_pass on 64 x 64 score tiles (16 x 16 threads, 4 x 4 register
+//               micro-tiles from float4 shared loads); oracle_pass with 4 query rows per
+//               kBlock-thread block, one key per thread.
 //   simulation  one kBlock-thread block per (layer, KV head) group, the GQA group's query heads
 //               in the same block, the cache in shared memory where it fits; the exact rows come
 //               from the portable source's ExactRowFn.
@@ -28,8 +29,8 @@ namespace {
 using cuda_portable::raw;
 using cuda_portable::to_host;
 
-constexpr int kTile = 32;    // query rows / keys per tile (threads of the tiled kernels)
-constexpr int kBlock = 128;  // threads of the per-row and per-group kernels
+constexpr int kTileSide = 16;  // tiled passes: 16 x 16 threads, 64 x 64 score tiles
+constexpr int kBlock = 128;    // threads of the oracle and simulation blocks
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(std::string("cuda backend: ") + what + ": " + cudaGetErrorString(status));
@@ -113,7 +114,7 @@ struct CudaExecutor {
     for (const Timed& t : timed_) kernel_times.emplace_back(t.kernel, double(t.stop->milliseconds_since(*t.start)));
     timed_.clear();
   }
-  int tile_threads() const { return kTile; }
+  int tile_side() const { return kTileSide; }
   int block_threads() const { return kBlock; }
   std::size_t max_shared_bytes() const {
     int device = 0, bytes = 0;

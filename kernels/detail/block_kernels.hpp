@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "kernels/detail/row_kernels.hpp"
 
@@ -35,16 +36,6 @@ namespace subevict::kernels::detail {
 /// Kernels whose tiles hold more dims than this fall back to the portable source (two tiles of
 /// 32 x (d + 1) floats: 33 KiB at d = 128, 66 KiB at 256).
 inline constexpr int kMaxTiledDim = 256;
-
-/// <a, b> over d floats in index order with fused multiply-adds. The build disables FMA contraction
-/// (bit-identical workloads), so the statistics kernels fuse explicitly: one FFMA per term on a
-/// device instead of a multiply and an add (half the FP32 roof). Higham's bound of
-/// kernel_tolerance.hpp holds for the fused sum as for the plain one.
-SUBEVICT_HD inline float fused_dot(const float* a, const float* b, int d) {
-  float sum = 0.0f;
-  for (int x = 0; x < d; ++x) sum = fmaf(a[x], b[x], sum);
-  return sum;
-}
 
 /// A Block of one thread: runs a block kernel as plain serial code (barriers are no-ops), one call
 /// per block, e.g. from a Thrust functor on CPU threads (the portable backend's simulation).
@@ -66,14 +57,18 @@ struct SerialBlock {
   }
 };
 
-/// Hands out aligned pieces of a shared-memory region in order; with base 0 it only measures.
+/// Hands out aligned pieces of a shared-memory region in order; with a null base it only measures
+/// (every piece is null). Pointers stay derived from the base pointer, so a compiler that knows
+/// the base is shared memory keeps shared-memory loads (no round trip through an integer).
 struct SharedCarver {
-  std::uintptr_t base = 0;
+  unsigned char* base = nullptr;
   std::size_t offset = 0;
+  /// `count` T's at the next multiple of `align` (a multiple of alignof(T); the region's base is
+  /// 16-byte aligned).
   template <class T>
-  SUBEVICT_HD T* take(std::size_t count) {
-    offset = (offset + alignof(T) - 1) / alignof(T) * alignof(T);
-    T* at = reinterpret_cast<T*>(base + offset);
+  SUBEVICT_HD T* take(std::size_t count, std::size_t align = alignof(T)) {
+    offset = (offset + align - 1) / align * align;
+    T* at = base == nullptr ? nullptr : reinterpret_cast<T*>(base + offset);
     offset += count * sizeof(T);
     return at;
   }
@@ -109,21 +104,91 @@ struct MaxOp {
   SUBEVICT_HD double operator()(double a, double b) const { return a > b ? a : b; }
 };
 
-/// The d-dim rows first .. first + threads() - 1 of a tokens x d matrix into a tile with row
-/// stride d + 1 (the padding spreads one thread's row reads over the banks); rows past n are 0.
+/// Rows (queries) and columns (keys) of one thread's register micro-tile in row_pass and
+/// column_pass. Their blocks are side x side threads (tid = ty * side + tx) covering a tile of
+/// side * kMicro queries x side * kMicro keys.
+inline constexpr int kMicro = 4;
+
+/// Padding of the transposed tiles' rows (x-major, TM + kTilePad floats per dim): keeps each
+/// thread's kMicro entries 16-byte aligned for vector loads.
+inline constexpr int kTilePad = 4;
+
+static_assert(kMicro == 4, "micro-tiles are loaded as float4");
+
+/// v[0..3] = p[0..3]: one 16-byte shared-memory load on a device, so p must be 16-byte aligned
+/// (checked on the host, where the emulator runs the kernels: a misaligned layout aborts).
+SUBEVICT_HD inline void load4(const float* p, float (&v)[4]) {
+#ifdef __CUDA_ARCH__
+  const float4 f = *reinterpret_cast<const float4*>(p);
+  v[0] = f.x;
+  v[1] = f.y;
+  v[2] = f.z;
+  v[3] = f.w;
+#else
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) std::abort();
+  for (int e = 0; e < 4; ++e) v[e] = p[e];
+#endif
+}
+
+/// Loads rows first .. first + rows - 1 of a tokens x d matrix transposed into tile[x][r] (row
+/// stride rows + kTilePad; rows past n are 0). Consecutive threads read consecutive floats of a
+/// row (coalesced).
 template <class Block>
-SUBEVICT_HD void load_tile(const Block& b, float* tile, const float* rows, int first, int n, int d) {
-  const int tile_rows = b.threads();
-  for (int e = b.thread(); e < tile_rows * d; e += tile_rows) {
+SUBEVICT_HD void load_transposed(const Block& b, float* tile, const float* matrix, int first, int rows, int n, int d) {
+  for (int e = b.thread(); e < rows * d; e += b.threads()) {
     const int r = e / d, x = e % d;
-    tile[r * (d + 1) + x] = first + r < n ? rows[std::size_t(first + r) * d + x] : 0.0f;
+    tile[x * (rows + kTilePad) + r] = first + r < n ? matrix[std::size_t(first + r) * d + x] : 0.0f;
   }
 }
 
-/// Shared bytes of row_pass and column_pass: two tiles of `tile_rows` x (d + 1) floats.
-inline std::size_t tile_shared_bytes(int tile_rows, int d) {
-  return 2 * std::size_t(tile_rows) * std::size_t(d + 1) * sizeof(float);
+/// The kMicro x kMicro scores acc[r][c] = <q_r, k_c> of one thread: queries r of column
+/// q_col .. + kMicro of the transposed query tile, keys c of column k_col .. + kMicro of the
+/// transposed key tile (both with `stride` floats per dim). Every score of every pass is the same
+/// chain acc = fmaf(q_x, k_x, acc) over x in index order from 0, so the passes derive
+/// bit-identical scores. The build disables FMA contraction (bit-identical workloads), so the
+/// kernels fuse explicitly: one FFMA per term on a device, not a multiply and an add (half the
+/// FP32 roof); Higham's bound of kernel_tolerance.hpp holds for the fused sum as for the plain one.
+SUBEVICT_HD inline void micro_tile_scores(const float* q_tile, const float* k_tile, int stride, int q_col, int k_col,
+                                          int d, float (&acc)[kMicro][kMicro]) {
+  for (int r = 0; r < kMicro; ++r) {
+    for (int c = 0; c < kMicro; ++c) acc[r][c] = 0.0f;
+  }
+  for (int x = 0; x < d; ++x) {
+    float a[kMicro], k[kMicro];
+    load4(q_tile + x * stride + q_col, a);
+    load4(k_tile + x * stride + k_col, k);
+    for (int r = 0; r < kMicro; ++r) {
+      for (int c = 0; c < kMicro; ++c) acc[r][c] = fmaf(a[r], k[c], acc[r][c]);
+    }
+  }
 }
+
+/// Shared memory of row_pass and column_pass (tiles of `rows` = side * kMicro queries and keys):
+/// the transposed query and key tiles, and the per-thread partials merged at the end (per query
+/// row and thread column: the maximum and sum of row_pass; per key and thread row: the column
+/// sums of column_pass), and the count reduction.
+struct TileShared {
+  float* q_tile;               // [d][rows + kTilePad]
+  float* k_tile;               // [d][rows + kTilePad]
+  double* partial_sum;         // [rows][side]
+  float* partial_top;          // [rows][side]
+  double* row_log_normalizer;  // [rows] (column_pass: the query tile's L_i)
+  float* row_top;              // [rows] (column_pass: the query tile's row maxima)
+  unsigned long long* count_red;  // [side * side]
+};
+SUBEVICT_HD inline TileShared tile_shared(SharedCarver& c, int side, int d) {
+  const int rows = side * kMicro;
+  TileShared out;
+  out.partial_sum = c.take<double>(std::size_t(rows) * side);
+  out.row_log_normalizer = c.take<double>(std::size_t(rows));
+  out.count_red = c.take<unsigned long long>(std::size_t(side) * side);
+  out.q_tile = c.take<float>(std::size_t(d) * (rows + kTilePad), 16);  // vector loads (load4)
+  out.k_tile = c.take<float>(std::size_t(d) * (rows + kTilePad), 16);
+  out.partial_top = c.take<float>(std::size_t(rows) * side);
+  out.row_top = c.take<float>(std::size_t(rows));
+  return out;
+}
+inline std::size_t tile_shared_bytes(int side, int d) { return carved_bytes(tile_shared, side, d); }
 
 /// What the statistics kernels read: Q [head][token][d], K [kv head][token][d] (device memory).
 struct StatsView {
@@ -136,90 +201,151 @@ struct StatsView {
   unsigned long long* below;                          // [head]
   SUBEVICT_HD const float* q_rows(int head) const { return q + std::size_t(head) * n * d; }
   SUBEVICT_HD const float* k_rows(int head) const { return k + kv_index(std::size_t(head), q_heads, group) * n * d; }
+  /// A score as every pass takes it: the fused dot product scaled in double, rounded to float.
+  SUBEVICT_HD float score(float dot) const { return float(scale * double(dot)); }
 };
 
-/// Pass 1, grid (ceil(n / threads), heads), one thread per query row: an online softmax over the
-/// key tiles up to the row's tile gives L_i and the row's maximum score.
+/// The side of a square block of `threads` threads (a power of 4), as the tiled passes lay it out.
+SUBEVICT_HD inline int tile_side(int threads) {
+  int side = 1;
+  while (side * side < threads) side *= 2;
+  return side;
+}
+
+/// Pass 1, grid (ceil(n / TM), heads), side x side threads, TM = side * kMicro query rows per
+/// block: for every key tile up to the block's last row, each thread scores its kMicro x kMicro
+/// micro-tile from the transposed shared tiles and keeps an online softmax (maximum, sum) per
+/// query row over its keys; the side partials of each row then merge into L_i and the row
+/// maximum. Per-entry exponentials in float (expf), sums in double.
 struct RowPass {
   static constexpr const char* kName = "row_pass";
   StatsView v;
   template <class Block>
   SUBEVICT_HD void operator()(const Block& b) const {
-    const int tile_rows = b.threads(), stride = v.d + 1, head = b.block_y();
-    float* q_tile = reinterpret_cast<float*>(b.shared());
-    float* k_tile = q_tile + tile_rows * stride;
-    const int first = b.block_x() * tile_rows, i = first + b.thread();
-    load_tile(b, q_tile, v.q_rows(head), first, v.n, v.d);
-    float top = -INFINITY;
-    double sum = 0.0;
-    for (int key_first = 0; key_first <= first; key_first += tile_rows) {
+    const int side = tile_side(b.threads()), rows = side * kMicro, stride = rows + kTilePad;
+    const int tid = b.thread(), tx = tid % side, ty = tid / side, head = b.block_y();
+    SharedCarver carver{b.shared()};
+    const TileShared sh = tile_shared(carver, side, v.d);
+    const int first = b.block_x() * rows;
+    load_transposed(b, sh.q_tile, v.q_rows(head), first, rows, v.n, v.d);
+    float top[kMicro];
+    double sum[kMicro];
+    for (int r = 0; r < kMicro; ++r) {
+      top[r] = -INFINITY;
+      sum[r] = 0.0;
+    }
+    for (int key_first = 0; key_first < first + rows && key_first < v.n; key_first += rows) {
+      b.sync();  // the previous key tile is no longer read
+      load_transposed(b, sh.k_tile, v.k_rows(head), key_first, rows, v.n, v.d);
       b.sync();
-      load_tile(b, k_tile, v.k_rows(head), key_first, v.n, v.d);
-      b.sync();
-      if (i >= v.n) continue;
-      for (int r = 0; r < tile_rows && key_first + r <= i; ++r) {
-        const float s = float(v.scale * double(fused_dot(q_tile + b.thread() * stride, k_tile + r * stride, v.d)));
-        if (s > top) {
-          sum *= std::exp(double(top) - double(s));  // 0 on the first key
-          top = s;
+      float acc[kMicro][kMicro];
+      micro_tile_scores(sh.q_tile, sh.k_tile, stride, ty * kMicro, tx * kMicro, v.d, acc);
+      for (int r = 0; r < kMicro; ++r) {
+        const int i = first + ty * kMicro + r;
+        for (int c = 0; c < kMicro; ++c) {
+          const int j = key_first + tx * kMicro + c;
+          if (j > i || i >= v.n) continue;
+          const float s = v.score(acc[r][c]);
+          if (s > top[r]) {
+            sum[r] *= double(expf(top[r] - s));  // 0 on the row's first key
+            top[r] = s;
+          }
+          sum[r] += double(expf(s - top[r]));
         }
-        sum += std::exp(double(s) - double(top));
       }
     }
-    if (i < v.n) {
-      v.log_normalizer[std::size_t(head) * v.n + i] = double(top) + std::log(sum);
-      v.row_max[std::size_t(head) * v.n + i] = top;
+    for (int r = 0; r < kMicro; ++r) {
+      sh.partial_top[(ty * kMicro + r) * side + tx] = top[r];
+      sh.partial_sum[(ty * kMicro + r) * side + tx] = sum[r];
+    }
+    b.sync();
+    for (int row = tid; row < rows; row += b.threads()) {
+      const int i = first + row;
+      if (i >= v.n) continue;
+      float best = -INFINITY;
+      for (int t = 0; t < side; ++t) best = sh.partial_top[row * side + t] > best ? sh.partial_top[row * side + t] : best;
+      double total = 0.0;
+      for (int t = 0; t < side; ++t) {
+        const float part = sh.partial_top[row * side + t];
+        if (part != -INFINITY) total += sh.partial_sum[row * side + t] * std::exp(double(part) - double(best));
+      }
+      v.log_normalizer[std::size_t(head) * v.n + i] = double(best) + std::log(total);
+      v.row_max[std::size_t(head) * v.n + i] = best;
     }
   }
 };
 
-/// Pass 2, grid (ceil(n / threads), heads), one thread per key column j: the column sum over the
-/// query tiles i >= j and the entries below tau x the row maximum (after row_pass).
+/// Pass 2, grid (ceil(n / TN), heads), side x side threads, TN = side * kMicro keys per block
+/// (after row_pass): over the query tiles from the block's first key on, each thread scores its
+/// micro-tile and adds a_ij = exp(s_ij - L_i) to its keys' partial column sums and counts the
+/// entries with s_ij - max_j s_ij < log tau (a_ij < tau x the row maximum); the side partials of
+/// each key then merge into the column sum, the counts into the head's total.
 struct ColumnPass {
   static constexpr const char* kName = "column_pass";
   StatsView v;
   template <class Block>
   SUBEVICT_HD void operator()(const Block& b) const {
-    const int tile_rows = b.threads(), stride = v.d + 1, head = b.block_y();
-    float* k_tile = reinterpret_cast<float*>(b.shared());
-    float* q_tile = k_tile + tile_rows * stride;
-    const int first = b.block_x() * tile_rows, j = first + b.thread();
+    const int side = tile_side(b.threads()), cols = side * kMicro, stride = cols + kTilePad;
+    const int tid = b.thread(), tx = tid % side, ty = tid / side, head = b.block_y();
+    SharedCarver carver{b.shared()};
+    const TileShared sh = tile_shared(carver, side, v.d);
     const std::size_t at = std::size_t(head) * v.n;
-    load_tile(b, k_tile, v.k_rows(head), first, v.n, v.d);
-    double sum = 0.0;
+    const int first = b.block_x() * cols;
+    const double log_tau = std::log(v.tau);
+    load_transposed(b, sh.k_tile, v.k_rows(head), first, cols, v.n, v.d);
+    double column[kMicro];
+    for (int c = 0; c < kMicro; ++c) column[c] = 0.0;
     unsigned long long count = 0;
-    for (int query_first = first; query_first < v.n; query_first += tile_rows) {
+    for (int query_first = first; query_first < v.n; query_first += cols) {
+      b.sync();  // the previous query tile and its rows' L_i are no longer read
+      load_transposed(b, sh.q_tile, v.q_rows(head), query_first, cols, v.n, v.d);
+      for (int r = tid; r < cols; r += b.threads()) {
+        const bool inside = query_first + r < v.n;
+        sh.row_log_normalizer[r] = inside ? v.log_normalizer[at + query_first + r] : 0.0;
+        sh.row_top[r] = inside ? v.row_max[at + query_first + r] : 0.0f;
+      }
       b.sync();
-      load_tile(b, q_tile, v.q_rows(head), query_first, v.n, v.d);
-      b.sync();
-      if (j >= v.n) continue;
-      for (int r = 0; r < tile_rows && query_first + r < v.n; ++r) {
-        const int i = query_first + r;
-        if (i < j) continue;
-        const float s = float(v.scale * double(fused_dot(q_tile + r * stride, k_tile + b.thread() * stride, v.d)));
-        sum += std::exp(double(s) - v.log_normalizer[at + i]);
-        count += std::exp(double(s) - double(v.row_max[at + i])) < v.tau;
+      float acc[kMicro][kMicro];
+      micro_tile_scores(sh.q_tile, sh.k_tile, stride, ty * kMicro, tx * kMicro, v.d, acc);
+      for (int r = 0; r < kMicro; ++r) {
+        const int i = query_first + ty * kMicro + r;
+        if (i >= v.n) continue;
+        const double L = sh.row_log_normalizer[ty * kMicro + r], top = sh.row_top[ty * kMicro + r];
+        for (int c = 0; c < kMicro; ++c) {
+          const int j = first + tx * kMicro + c;
+          if (j > i) continue;
+          const double s = v.score(acc[r][c]);
+          column[c] += double(expf(float(s - L)));
+          count += s - top < log_tau;
+        }
       }
     }
-    if (j < v.n) {
-      v.column_sum[at + j] = sum;
-      b.atomic_add(v.below + head, count);
+    for (int c = 0; c < kMicro; ++c) sh.partial_sum[(tx * kMicro + c) * side + ty] = column[c];
+    b.sync();
+    for (int key = tid; key < cols; key += b.threads()) {
+      if (first + key >= v.n) continue;
+      double total = 0.0;
+      for (int t = 0; t < side; ++t) total += sh.partial_sum[key * side + t];
+      v.column_sum[at + first + key] = total;
     }
+    const unsigned long long below = block_reduce(b, count, sh.count_red, PlusOp{});
+    if (tid == 0) b.atomic_add(v.below + head, below);
   }
 };
 
-/// Query rows per oracle_pass block: the key tiles staged in shared memory serve this many rows.
-inline constexpr int kOracleRows = 4;
+/// Query rows per oracle_pass block: each staged key tile serves this many rows, and a thread
+/// scores its key against all of them from one vector load of the transposed queries per dim.
+inline constexpr int kOracleRows = kMicro;
 
-/// Shared memory of oracle_pass for `rows` query rows per block: reduction arrays, the k-th
-/// score, the rows' queries, a tile of threads / rows keys (row stride d + 1), and the rows'
-/// scores (n each).
+/// Shared memory of oracle_pass for `rows` (<= kOracleRows) query rows per block: reduction
+/// arrays, the k-th score, the rows' queries transposed ([d][kOracleRows], rows past `rows` 0), a
+/// tile of `threads` keys (row stride d + 1), and the rows' scores (n each).
 struct OracleShared {
   double* red;
   int* count_red;
   float* kth;
-  float* q;       // [rows][d]
-  float* k_tile;  // [threads / rows][d + 1]
+  float* q;       // [d][kOracleRows]
+  float* k_tile;  // [threads][d + 1]
   float* s;       // [rows][n]
 };
 SUBEVICT_HD inline OracleShared oracle_shared(SharedCarver& c, int threads, int rows, int n, int d) {
@@ -227,8 +353,8 @@ SUBEVICT_HD inline OracleShared oracle_shared(SharedCarver& c, int threads, int 
   out.red = c.take<double>(std::size_t(threads));
   out.count_red = c.take<int>(std::size_t(threads));
   out.kth = c.take<float>(1);
-  out.q = c.take<float>(std::size_t(rows) * d);
-  out.k_tile = c.take<float>(std::size_t(threads / rows) * (d + 1));
+  out.q = c.take<float>(std::size_t(d) * kOracleRows, 16);  // vector loads (load4)
+  out.k_tile = c.take<float>(std::size_t(threads) * (d + 1));
   out.s = c.take<float>(std::size_t(rows) * n);
   return out;
 }
@@ -236,39 +362,45 @@ inline std::size_t oracle_shared_bytes(int threads, int rows, int n, int d) {
   return carved_bytes(oracle_shared, threads, rows, n, d);
 }
 
-/// Pass 3, grid (ceil(n / rows), heads), `rows` query rows per block (a divisor of the block
-/// size; after row_pass). Scores: the block stages tiles of threads / rows keys in shared memory
-/// (coalesced loads, each tile serving all the block's rows), thread t scoring key t % tile
-/// against row t / tile. Then per row, with the whole block, U_i = a_ii + the `budget` largest
-/// a_ij over j < i, the k-th largest found by bisection on the order key with block-wide counts
-/// (row_kernels.hpp top_k_mass).
+/// Pass 3, grid (ceil(n / rows), heads), `rows` (<= kOracleRows) query rows per block (after
+/// row_pass). Scores: the block stages tiles of threads() keys in shared memory (coalesced
+/// loads), thread t scoring key t of the tile against all the block's rows. Then per row, with
+/// the whole block, U_i = a_ii + the `budget` largest a_ij over j < i, the k-th largest found by
+/// bisection on the order key with block-wide counts (row_kernels.hpp top_k_mass).
 struct OraclePass {
   static constexpr const char* kName = "oracle_pass";
   StatsView v;
   int rows;
   template <class Block>
   SUBEVICT_HD void operator()(const Block& b) const {
-    SharedCarver carver{reinterpret_cast<std::uintptr_t>(b.shared())};
+    SharedCarver carver{b.shared()};
     const OracleShared sh = oracle_shared(carver, b.threads(), rows, v.n, v.d);
     const int head = b.block_y(), tid = b.thread(), step = b.threads(), d = v.d;
     const int first = b.block_x() * rows, count = rows < v.n - first ? rows : v.n - first;
-    const int tile = step / rows, key = tid % tile, row = tid / tile;
     const float* qh = v.q_rows(head);
-    for (int e = tid; e < rows * d; e += step) {
-      sh.q[e] = e / d < count ? qh[std::size_t(first) * d + e] : 0.0f;
+    for (int e = tid; e < kOracleRows * d; e += step) {
+      const int r = e / d, x = e % d;
+      sh.q[x * kOracleRows + r] = r < count ? qh[std::size_t(first + r) * d + x] : 0.0f;
     }
     const int last = first + count - 1;
-    for (int key_first = 0; key_first <= last; key_first += tile) {
+    for (int key_first = 0; key_first <= last; key_first += step) {
       b.sync();  // the previous tile's scores are done (and the queries are loaded)
-      for (int e = tid; e < tile * d; e += step) {
+      for (int e = tid; e < step * d; e += step) {
         const int r = e / d, x = e % d;
         sh.k_tile[r * (d + 1) + x] = key_first + r <= last ? v.k_rows(head)[std::size_t(key_first + r) * d + x] : 0.0f;
       }
       b.sync();
-      const int j = key_first + key;
-      if (row < count && j <= first + row) {
-        sh.s[std::size_t(row) * v.n + j] =
-            float(v.scale * double(fused_dot(sh.q + row * d, sh.k_tile + key * (d + 1), d)));
+      const int j = key_first + tid;
+      if (j > last) continue;
+      float acc[kOracleRows] = {};
+      const float* k = sh.k_tile + tid * (d + 1);
+      for (int x = 0; x < d; ++x) {
+        float q4[kOracleRows];
+        load4(sh.q + x * kOracleRows, q4);
+        for (int r = 0; r < kOracleRows; ++r) acc[r] = fmaf(q4[r], k[x], acc[r]);  // the chain of micro_tile_scores
+      }
+      for (int r = 0; r < kOracleRows; ++r) {  // constant bounds: acc stays in registers
+        if (r < count && j <= first + r) sh.s[std::size_t(r) * v.n + j] = v.score(acc[r]);
       }
     }
     b.sync();
@@ -364,7 +496,7 @@ struct SimulateGroups {
     const int group = b.block_x(), tid = b.thread(), step = b.threads();
     const int layer = group / v.kv_heads, kv = group % v.kv_heads, g = v.q_heads / v.kv_heads;
     const int n = v.n, d = v.d, budget = v.budget[group], cap = v.capacity;
-    SharedCarver carver{reinterpret_cast<std::uintptr_t>(b.shared())};
+    SharedCarver carver{b.shared()};
     const SimShared sh = sim_shared(carver, step, cap, g, cache_in_shared);
     double* att = cache_in_shared ? sh.att : v.weights + std::size_t(group) * sim_weight_stride(cap, g);
     std::int32_t* slot = cache_in_shared ? sh.slot : v.slots + std::size_t(group) * cap;

@@ -15,7 +15,8 @@
 ///                                              fn(index) for each index (a named launch)
 ///   template <class Kernel> void launch(LaunchShape, const Kernel&) kernel(block) on every block
 ///   void finish(const char* what)              waits for the launches; throws on a device error
-///   int tile_threads() const, block_threads() const   threads of the tiled / per-row kernels
+///   int tile_side() const        the tiled passes run side x side threads (side * kMicro tiles)
+///   int block_threads() const    threads of the oracle and simulation blocks (a power of 2)
 ///   std::size_t max_shared_bytes() const       the dynamic shared memory one block may use
 
 #include <algorithm>
@@ -41,10 +42,10 @@ template <class Exec>
 bool run_block_stats(Exec& exec, const StatsInput& in, StatsOutput& out) {
   const Dims& s = in.shape;
   const int n = s.tokens, d = s.head_dim, heads = s.layers * s.q_heads;
-  const int tile = exec.tile_threads(), threads = exec.block_threads();
-  const LaunchShape tiles{(n + tile - 1) / tile, heads, tile, tile_shared_bytes(tile, d)};
+  const int side = exec.tile_side(), tile = side * kMicro, threads = exec.block_threads();
+  const LaunchShape tiles{(n + tile - 1) / tile, heads, side * side, tile_shared_bytes(side, d)};
   // As many oracle rows per block (kOracleRows, halved down to 1) as the shared memory holds.
-  int oracle_rows = std::max(1, std::min(kOracleRows, threads / 2));
+  int oracle_rows = kOracleRows;
   while (oracle_rows > 1 && oracle_shared_bytes(threads, oracle_rows, n, d) > exec.max_shared_bytes()) oracle_rows /= 2;
   const LaunchShape rows{(n + oracle_rows - 1) / oracle_rows, heads, threads,
                          oracle_shared_bytes(threads, oracle_rows, n, d)};

@@ -53,9 +53,10 @@ void run_grid(const detail::LaunchShape& shape, bool reverse, const std::functio
 
 /// Settings of the emulated device.
 struct EmulatorOptions {
-  int threads = 4;        ///< threads of every block (tiles of the statistics kernels too); a power of 2
+  int threads = 4;        ///< threads of the oracle and simulation blocks; a power of 2
   bool reverse = false;   ///< run each barrier phase in reverse thread order
   std::size_t max_shared_bytes = 227 * 1024;  ///< per block, as an H100/H200 with the opt-in limit
+  int tile_side = 2;      ///< the tiled passes run tile_side x tile_side threads
 };
 
 /// The executor of kernels/detail/block_pipeline.hpp on the emulator: host vectors as device memory.
@@ -85,7 +86,7 @@ class BlockEmulator {
     ++launches_;
   }
   void finish(const char*) {}
-  int tile_threads() const { return options_.threads; }
+  int tile_side() const { return options_.tile_side; }
   int block_threads() const { return options_.threads; }
   std::size_t max_shared_bytes() const { return options_.max_shared_bytes; }
   /// Kernel launches so far (tests assert the kernels ran rather than a fallback).
