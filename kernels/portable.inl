@@ -52,6 +52,30 @@ struct ElementFn {
   }
 };
 
+/// Statistics of one causal row from its scores s[0..i].
+struct RowSummary {
+  double log_normalizer;
+  double oracle_mass;
+  std::int64_t below;
+};
+
+/// L_i = log sum_j exp(s_j) (max-shifted), the count of a_ij < tau max_j a_ij, and
+/// U_i = a_ii + top_k_mass(s, i, budget). O(33 i).
+SUBEVICT_HD inline RowSummary summarize_row(const float* s, int i, double tau, int budget) {
+  float top = s[0];
+  for (int j = 1; j <= i; ++j) top = s[j] > top ? s[j] : top;
+  double sum = 0.0;
+  std::int64_t below = 0;
+  for (int j = 0; j <= i; ++j) {
+    const double e = std::exp(double(s[j]) - double(top));
+    sum += e;
+    below += e < tau;
+  }
+  const double log_normalizer = double(top) + std::log(sum);
+  const double diagonal = std::exp(double(s[i]) - log_normalizer);
+  return {log_normalizer, diagonal + top_k_mass(s, i, budget, log_normalizer), below};
+}
+
 /// Statistics of one query row i = first + r of one head: scores into scratch[r], then L_i, the
 /// count below tau and U_i (row_kernels.hpp).
 struct StatsRowFn {

@@ -104,6 +104,56 @@ struct MaxOp {
   SUBEVICT_HD double operator()(double a, double b) const { return a > b ? a : b; }
 };
 
+/// The sum of the `k` largest exp(s_j - L) over j < count, with the whole block (every thread
+/// calls it alike; ties: any k of the equal ones, they carry equal mass). The k-th largest score
+/// is found by bisection on its order key: the largest key K with #{j : key_j >= K} >= k, by 32
+/// block-wide counting sweeps, so it needs no sort and no memory beyond the reduction arrays `red`
+/// and `count_red` (threads() each) and *kth. O(32 count / threads()).
+template <class Block>
+SUBEVICT_HD double block_top_k_mass(const Block& b, const float* s, int count, int k, double L, double* red,
+                                    int* count_red, float* kth) {
+  const int tid = b.thread(), step = b.threads();
+  const int take = k < count ? k : count;
+  double mass = 0.0;
+  if (take >= count) {
+    for (int j = tid; j < count; j += step) mass += std::exp(double(s[j]) - L);
+    return block_reduce(b, mass, red, PlusOp{});
+  }
+  if (take <= 0) return 0.0;
+  std::uint32_t lo = 0, hi = 0xffffffffu;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2 + 1;
+    int at_least = 0;
+    for (int j = tid; j < count; j += step) at_least += order_key(s[j]) >= mid;
+    if (block_reduce(b, at_least, count_red, PlusOp{}) >= take) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  int above = 0;
+  for (int j = tid; j < count; j += step) {
+    const std::uint32_t key = order_key(s[j]);
+    if (key > lo) {
+      mass += std::exp(double(s[j]) - L);
+      ++above;
+    } else if (key == lo) {
+      *kth = s[j];  // every writer stores the same value
+    }
+  }
+  mass = block_reduce(b, mass, red, PlusOp{});  // its barriers publish *kth
+  above = block_reduce(b, above, count_red, PlusOp{});
+  return mass + double(take - above) * std::exp(double(*kth) - L);
+}
+
+/// block_top_k_mass on one thread: the serial selection of the portable backend.
+SUBEVICT_HD inline double top_k_mass(const float* s, int count, int k, double L) {
+  double red = 0.0;
+  int count_red = 0;
+  float kth = 0.0f;
+  return block_top_k_mass(SerialBlock{}, s, count, k, L, &red, &count_red, &kth);
+}
+
 /// Rows (queries) and columns (keys) of one thread's register micro-tile in row_pass and
 /// column_pass. Their blocks are side x side threads (tid = ty * side + tx) covering a tile of
 /// side * kMicro queries x side * kMicro keys.
@@ -366,7 +416,7 @@ inline std::size_t oracle_shared_bytes(int threads, int rows, int n, int d) {
 /// row_pass). Scores: the block stages tiles of threads() keys in shared memory (coalesced
 /// loads), thread t scoring key t of the tile against all the block's rows. Then per row, with
 /// the whole block, U_i = a_ii + the `budget` largest a_ij over j < i, the k-th largest found by
-/// bisection on the order key with block-wide counts (row_kernels.hpp top_k_mass).
+/// bisection on the order key with block-wide counts (block_top_k_mass).
 struct OraclePass {
   static constexpr const char* kName = "oracle_pass";
   StatsView v;
@@ -407,7 +457,8 @@ struct OraclePass {
     for (int r = 0; r < count; ++r) {
       const int i = first + r;
       const float* s = sh.s + std::size_t(r) * v.n;
-      const double mass = block_top_k_mass(b, s, i, v.budget, v.log_normalizer[std::size_t(head) * v.n + i], sh);
+      const double mass = block_top_k_mass(b, s, i, v.budget, v.log_normalizer[std::size_t(head) * v.n + i],
+                                           sh.red, sh.count_red, sh.kth);
       if (tid == 0) {
         v.oracle_mass[std::size_t(head) * v.n + i] =
             std::exp(double(s[i]) - v.log_normalizer[std::size_t(head) * v.n + i]) + mass;
@@ -415,45 +466,6 @@ struct OraclePass {
     }
   }
 
- private:
-  /// row_kernels.hpp top_k_mass(s, i, k, L) with the block: the largest key K with
-  /// #{j < i : key_j >= K} >= k is the key of the k-th largest score.
-  template <class Block>
-  SUBEVICT_HD static double block_top_k_mass(const Block& b, const float* s, int i, int budget, double L,
-                                             const OracleShared& sh) {
-    const int tid = b.thread(), step = b.threads();
-    const int take = budget < i ? budget : i;
-    double mass = 0.0;
-    if (take >= i) {
-      for (int j = tid; j < i; j += step) mass += std::exp(double(s[j]) - L);
-      return block_reduce(b, mass, sh.red, PlusOp{});
-    }
-    if (take <= 0) return 0.0;
-    std::uint32_t lo = 0, hi = 0xffffffffu;
-    while (lo < hi) {
-      const std::uint32_t mid = lo + (hi - lo) / 2 + 1;
-      int at_least = 0;
-      for (int j = tid; j < i; j += step) at_least += order_key(s[j]) >= mid;
-      if (block_reduce(b, at_least, sh.count_red, PlusOp{}) >= take) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    int above = 0;
-    for (int j = tid; j < i; j += step) {
-      const std::uint32_t key = order_key(s[j]);
-      if (key > lo) {
-        mass += std::exp(double(s[j]) - L);
-        ++above;
-      } else if (key == lo) {
-        *sh.kth = s[j];  // every writer stores the same value
-      }
-    }
-    mass = block_reduce(b, mass, sh.red, PlusOp{});  // its barriers publish *kth
-    above = block_reduce(b, above, sh.count_red, PlusOp{});
-    return mass + double(take - above) * std::exp(double(*sh.kth) - L);
-  }
 };
 
 /// Shared memory of simulate_group_block: reduction arrays, the cache size and flag, and (when

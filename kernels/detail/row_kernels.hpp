@@ -30,66 +30,6 @@ SUBEVICT_HD inline std::uint32_t order_key(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-/// The sum of the `k` largest exp(s_j - log_normalizer) over j < count (ties: any k of the equal
-/// ones, they carry equal mass). Finds the k-th largest score by bisection on its order key (32
-/// counting passes), so it needs no sort and no extra memory. O(32 count).
-SUBEVICT_HD inline double top_k_mass(const float* s, int count, int k, double log_normalizer) {
-  if (k <= 0 || count <= 0) return 0.0;
-  double mass = 0.0;
-  if (k >= count) {
-    for (int j = 0; j < count; ++j) mass += std::exp(double(s[j]) - log_normalizer);
-    return mass;
-  }
-  // The largest key K with #{j : key_j >= K} >= k is the key of the k-th largest score.
-  std::uint32_t lo = 0, hi = 0xffffffffu;
-  while (lo < hi) {
-    const std::uint32_t mid = lo + (hi - lo) / 2 + 1;
-    int at_least = 0;
-    for (int j = 0; j < count; ++j) at_least += order_key(s[j]) >= mid;
-    if (at_least >= k) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  int above = 0;
-  float kth = 0.0f;
-  for (int j = 0; j < count; ++j) {
-    const std::uint32_t key = order_key(s[j]);
-    if (key > lo) {
-      mass += std::exp(double(s[j]) - log_normalizer);
-      ++above;
-    } else if (key == lo) {
-      kth = s[j];
-    }
-  }
-  return mass + double(k - above) * std::exp(double(kth) - log_normalizer);
-}
-
-/// Statistics of one causal row from its scores s[0..i].
-struct RowSummary {
-  double log_normalizer;
-  double oracle_mass;
-  std::int64_t below;
-};
-
-/// L_i = log sum_j exp(s_j) (max-shifted), the count of a_ij < tau max_j a_ij, and
-/// U_i = a_ii + top_k_mass(s, i, budget). O(33 i).
-SUBEVICT_HD inline RowSummary summarize_row(const float* s, int i, double tau, int budget) {
-  float top = s[0];
-  for (int j = 1; j <= i; ++j) top = s[j] > top ? s[j] : top;
-  double sum = 0.0;
-  std::int64_t below = 0;
-  for (int j = 0; j <= i; ++j) {
-    const double e = std::exp(double(s[j]) - double(top));
-    sum += e;
-    below += e < tau;
-  }
-  const double log_normalizer = double(top) + std::log(sum);
-  const double diagonal = std::exp(double(s[i]) - log_normalizer);
-  return {log_normalizer, diagonal + top_k_mass(s, i, budget, log_normalizer), below};
-}
-
 /// Exact causal row i by an online softmax in double: *log_normalizer = log sum_{j<=i} exp(s_ij)
 /// and o[0..d) = sum_j a_ij v_j, s_ij = sum_x (scale q_x) k_jx. O(i d).
 SUBEVICT_HD inline void exact_row(const float* q, const float* k, const float* v, int i, int d, double scale,

@@ -27,10 +27,10 @@
 #include "greedy/simulator.hpp"
 #include "kernels/attention_stats.hpp"
 #include "kernels/batched_simulation.hpp"
-#include "kernels/generate.hpp"
+#include "kernels/detail/block_kernels.hpp"
 #include "kernels/detail/kernel_runner.hpp"
+#include "kernels/generate.hpp"
 #include "kernels/kernel_tolerance.hpp"
-#include "kernels/detail/row_kernels.hpp"
 
 namespace subevict::kernels {
 namespace {
