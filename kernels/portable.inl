@@ -77,7 +77,7 @@ SUBEVICT_HD inline RowSummary summarize_row(const float* s, int i, double tau, i
 }
 
 /// Statistics of one query row i = first + r of one head: scores into scratch[r], then L_i, the
-/// count below tau and U_i (row_kernels.hpp).
+/// count below tau and U_i (summarize_row above).
 struct StatsRowFn {
   const float *q, *k;  // this head's Q and K (tokens x d)
   int n, d, first, budget;

@@ -16,11 +16,11 @@
 /// No kernel keeps static __shared__ arrays: each carves its shared memory with SharedCarver, so
 /// the host computes the launch's shared bytes with the same carving (the *_shared_bytes below).
 ///
-/// Statistics: row_pass (online softmax per query row over key tiles: L_i and the row maximum),
-/// column_pass (per key over query tiles: column sums, counts below tau), oracle_pass (a few rows
-/// per block sharing staged key tiles: U_i by a block-parallel bisection, row_kernels.hpp
-/// top_k_mass). Simulation:
-/// simulate_group_block (one block per (layer, KV head), greedy/simulator.cpp semantics).
+/// Statistics: row_pass (register-tiled scores, an online softmax per query row: L_i and the row
+/// maximum), column_pass (the same tiles: column sums, counts below tau), oracle_pass (a few rows
+/// per block sharing staged key tiles: U_i by block_top_k_mass). Simulation: SimulateGroups (one
+/// block per (layer, KV head), greedy/simulator.cpp semantics). SerialBlock runs any of them as
+/// plain serial code (the portable backend's simulation and top-k selection).
 
 #include <math.h>  // fmaf, the same name on host and device
 
@@ -33,8 +33,8 @@
 
 namespace subevict::kernels::detail {
 
-/// Kernels whose tiles hold more dims than this fall back to the portable source (two tiles of
-/// 32 x (d + 1) floats: 33 KiB at d = 128, 66 KiB at 256).
+/// Heads with more dims than this fall back to the portable source (the tiled passes hold two
+/// transposed tiles of d x 68 floats: 68 KiB at d = 128, 136 KiB at 256).
 inline constexpr int kMaxTiledDim = 256;
 
 /// A Block of one thread: runs a block kernel as plain serial code (barriers are no-ops), one call
@@ -468,7 +468,7 @@ struct OraclePass {
 
 };
 
-/// Shared memory of simulate_group_block: reduction arrays, the cache size and flag, and (when
+/// Shared memory of simulate_groups: reduction arrays, the cache size and flag, and (when
 /// `cache_in_shared`) the group's attention scratch and slots; else those live in the SimView's
 /// global arrays.
 struct SimShared {
