@@ -2,16 +2,14 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
+
+#include "core/number_text.hpp"
 
 namespace subevict::softmax_regression {
 namespace {
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+/// A number in a stop message, as printf "%g" writes it.
+std::string number(double v) { return significant_digits(v, 6); }
 
 }  // namespace
 
