@@ -7,8 +7,12 @@
 
 namespace subevict::cli {
 
-/// `subevict workload generate|inspect`.
+/// `subevict workload generate|inspect|fit`.
 void add_workload_command(CLI::App& app);
+
+/// `subevict workload fit` under the `workload` subcommand: a real workload's per-layer
+/// statistics fitted by the generator (core/profile_fit.hpp), written as a profile.
+void add_workload_fit(CLI::App& workload);
 
 /// `subevict verify`: runs the registry of checks (proofs_checks) on the built-in LLM-like workload
 /// or an imported one; prints a table and writes report/ (report.md, results.json, plots).

@@ -5,7 +5,6 @@
 // most 1 and a run at most n); the optimum and the oracle are computed on the group's summed
 // attention and divided by g. Budgets: a value in (0, 1) is a ratio of the sequence length n
 // (k = max(1, round(ratio n))); a value >= 1 must be an integer and is an absolute size.
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,6 +30,7 @@
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
+#include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/cache_schedule.hpp"
 #include "greedy/head_evaluation.hpp"
@@ -65,6 +65,7 @@ struct SimulateArgs {
   std::string output;
   std::string json;
   bool no_plots = false;
+  bool quiet = false;
   std::string backend;  // empty: the fastest available
 };
 
@@ -120,10 +121,10 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
                             const SimulateArgs& args, const BatchedRuns& batched) {
   const int n = w.shape().tokens;
   std::vector<Cell> cells(heads.size() * budgets.size());
-  std::atomic<std::size_t> next{0}, done{0};
+  std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex mutex;
-  const bool progress = isatty(STDERR_FILENO) != 0;
+  Progress progress("simulate", (long long)cells.size(), "(layer, KV head, budget) cells", args.quiet);
   auto worker = [&]() {
     for (std::size_t c; (c = next++) < cells.size();) {
       try {
@@ -147,13 +148,8 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
           ordered.push_back(it != batched.end() ? it->second.trace(layer, kv) : std::move(cell.traces[from_rest++]));
         }
         cell.traces = std::move(ordered);
-        const std::size_t finished = ++done;
-        if (progress) {
-          std::lock_guard<std::mutex> lock(mutex);
-          std::fprintf(stderr, "\rsimulate: %zu/%zu (layer, KV head, budget) cells", finished,
-                       cells.size());
-          if (finished == cells.size()) std::fprintf(stderr, "\n");
-        }
+        progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", budget " +
+                                fmt(cell.budget_value) + ")");
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!failure) failure = std::current_exception();
@@ -363,6 +359,7 @@ void run_simulate(const SimulateArgs& args) {
   if (args.preset.empty() == args.workload.empty()) {
     throw InputError("simulate", "input", "exactly one of --preset and --workload");
   }
+  require_output_directory(args.json, "--json");
   if (args.optimum != "none" && args.optimum != "flow" && args.optimum != "oracle") {
     throw InputError("simulate", "--optimum", "none, flow or oracle", args.optimum);
   }
@@ -476,6 +473,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Output directory")->required();
   cmd->add_option("--json", args->json, "Also write results.json to this file");
   cmd->add_flag("--no-plots", args->no_plots, "Skip the gnuplot plots");
+  cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
   cmd->add_option("--backend", args->backend,
                   "reference | portable | cuda (default: the fastest available): runs h2o, local, streamingllm, "
                   "l2norm and tova batched over all heads; other policies, the oracle and the optimum always run "

@@ -12,11 +12,14 @@
 #include "cli/json_output.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
+#include "core/progress.hpp"
 #include "core/workload_io.hpp"
+#include "core/workload_stats.hpp"
 #include "proofs_checks/format.hpp"
 #include "proofs_checks/registry.hpp"
 #include "proofs_checks/report.hpp"
 #include "proofs_checks/runner.hpp"
+#include "proofs_checks/workload_checks.hpp"
 
 namespace subevict::cli {
 namespace {
@@ -26,6 +29,7 @@ namespace pc = proofs_checks;
 struct VerifyArgs {
   std::string output = "report";
   bool list = false;
+  bool quiet = false;
   std::vector<std::string> checks;
   std::string config;
   std::string workload;
@@ -123,9 +127,29 @@ void print_list() {
   }
 }
 
+/// Whether any of `checks` is a structure check of the workload (proofs_checks/workload_checks.hpp).
+bool uses_structure_checks(const std::vector<std::unique_ptr<pc::Check>>& checks) {
+  std::set<std::string> structure;
+  for (const auto& c : pc::workload_checks()) structure.insert(c->info().id);
+  for (const auto& c : checks) {
+    if (structure.count(c->info().id)) return true;
+  }
+  return false;
+}
+
+/// The workload's statistics per head, measured once for every structure check, with progress.
+std::vector<HeadStatistics> measure_structure(const Workload& workload, bool quiet) {
+  Progress progress("verify: measuring attention", (long long)workload.shape().layers * workload.shape().q_heads,
+                    "heads", quiet);
+  InspectOptions options;
+  options.progress = [&progress](int, int) { progress.advance(); };
+  return inspect_workload(workload, options);
+}
+
 void run_verify(VerifyArgs args, const Given& given) {
   if (!args.config.empty()) apply_config(args, given);
   validate(args, given);
+  require_output_directory(args.json, "--json");
   const std::vector<std::unique_ptr<pc::Check>> checks = select_checks(args.checks);
   Workload workload;
   std::string description;
@@ -143,6 +167,11 @@ void run_verify(VerifyArgs args, const Given& given) {
   context.seed = args.seed;
   context.effort = args.effort;
   context.budget_ratio = args.budget_ratio;
+  std::vector<HeadStatistics> head_statistics;
+  if (uses_structure_checks(checks)) {
+    head_statistics = measure_structure(workload, args.quiet);
+    context.head_statistics = &head_statistics;
+  }
   std::vector<const pc::Check*> pointers;
   for (const auto& c : checks) pointers.push_back(c.get());
   std::printf("%-32s %-19s %s\n", "check", "status", "key number");
@@ -151,7 +180,8 @@ void run_verify(VerifyArgs args, const Given& given) {
                 run.result.key_number.c_str());
     std::fflush(stdout);
   });
-  const pc::RunSettings settings{description, args.seed, args.effort, args.budget_ratio};
+  const pc::RunSettings settings{description, args.seed, args.effort, args.budget_ratio,
+                                 per_layer_statistics(head_statistics)};
   const std::string note = pc::write_report(args.output, runs, settings);
   if (!note.empty()) std::cerr << "subevict: warning: " << note << "\n";
   if (!args.json.empty()) write_json(args.json, pc::results_json(runs, settings));
@@ -177,6 +207,7 @@ void add_verify_command(CLI::App& app) {
       "verify", "Run every check of the theory (the registry) and write report/ (report.md, results.json, plots)");
   cmd->add_option("-o,--output", args->output, "Report directory")->capture_default_str();
   cmd->add_flag("--list", args->list, "List the registered checks and exit");
+  cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
   CLI::Option* check = cmd->add_option("--check", args->checks, "Run only this check (repeatable)");
   cmd->add_option("--config", args->config,
                   "JSON file with keys tokens, seed, effort, budget_ratio, preset, checks (the command line wins)");

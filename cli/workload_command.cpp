@@ -7,7 +7,9 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "core/generator.hpp"
+#include "core/generator_profile.hpp"
 #include "core/presets.hpp"
+#include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "core/workload_stats.hpp"
 #include "kernels/generate.hpp"
@@ -15,8 +17,17 @@
 namespace subevict::cli {
 namespace {
 
+/// The command-line flag of LLM-like parameter `name`: --content-logit-std for content_logit_std.
+std::string llm_flag(const char* name) {
+  std::string flag = std::string("--") + name;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
 struct GenerateArgs {
   std::string preset = "llama2-7b";
+  std::string profile;  // a profile file instead of a preset
+  bool uniform = false;
   std::string generator = "llm-like";
   int tokens = 0;
   int layers = 1;
@@ -24,61 +35,87 @@ struct GenerateArgs {
   int threads = 0;
   std::string backend;  // empty: the fastest available
   LlmLikeParams llm;
-  bool rope_base_set = false;
   std::string output;
 };
 
 void add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = parent.add_subcommand("generate", "Generate a deterministic Q/K/V workload");
-  std::string presets_help = "Model shape:";
+  std::string presets_help = "Model shape (llama2-7b, llama3-8b, mistral-7b with their per-layer profiles):";
   for (const Preset& p : presets()) presets_help += " " + p.name;
-  cmd->add_option("--preset", args->preset, presets_help)->capture_default_str();
-  cmd->add_option("--generator", args->generator, "gaussian | llm-like")->capture_default_str();
+  CLI::Option* preset = cmd->add_option("--preset", args->preset, presets_help)->capture_default_str();
+  CLI::Option* generator = cmd->add_option("--generator", args->generator, "gaussian | llm-like")->capture_default_str();
+  cmd->add_option("--profile", args->profile,
+                  "Per-layer profile FILE.toml (subevict.profile.v1) instead of a preset; --tokens required")
+      ->excludes(preset)
+      ->excludes(generator);
+  cmd->add_flag("--uniform-layers", args->uniform,
+                "The same parameters in every layer instead of the preset's per-layer profile")
+      ->excludes("--profile");
   cmd->add_option("--tokens", args->tokens, "Tokens (0: the preset's default)")->capture_default_str();
-  cmd->add_option("--layers", args->layers, "Layers to generate (0: all of the model's)")
+  cmd->add_option("--layers", args->layers, "Layers to generate, the model's first (0: all of the model's)")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the counter-based generator")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads (0: all cores); output does not depend on it");
   cmd->add_option("--backend", args->backend,
                   "reference | portable | cuda (default: the fastest available); the tensors are bit-identical");
-  for_each_llm_field(args->llm, [cmd](const char* name, auto& field, const char* help) {
-    std::string flag = std::string("--") + name;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    cmd->add_option(flag, field, help)->capture_default_str();
+  for_each_llm_param(args->llm, [cmd](const char* name, auto& field, const char* help) {
+    cmd->add_option(llm_flag(name), field, std::string(help) + "; given: in every layer")->capture_default_str();
   });
-  // The RoPE base defaults to the preset's, so remember whether the user gave one.
-  cmd->get_option("--rope-base")->each([args](const std::string&) { args->rope_base_set = true; });
   cmd->add_option("-o,--output", args->output, "Output: FILE.safetensors, or a directory for q/k/v.npy")
       ->required();
-  cmd->callback([args]() {
-    WorkloadSpec spec = spec_from_preset(args->preset, args->tokens, args->layers, args->seed);
-    const double preset_base = spec.llm.rope_base;
+  cmd->callback([args, cmd]() {
+    WorkloadSpec spec =
+        args->profile.empty()
+            ? spec_from_preset(args->preset, args->tokens, args->layers, args->seed,
+                               args->uniform ? PresetParams::kUniform : PresetParams::kProfile)
+            : spec_from_profile(read_profile(args->profile), args->tokens, args->layers, args->seed);
     spec.kind = parse_generator_kind(args->generator);
-    spec.llm = args->llm;
-    if (!args->rope_base_set) spec.llm.rope_base = preset_base;
+    if (spec.kind == GeneratorKind::kGaussian) {
+      spec.layer_params.clear();
+      spec.profile.clear();
+    }
+    // A parameter given on the command line replaces the profile's (or preset's) value in every layer.
+    const auto given = llm_param_columns({args->llm});
+    std::vector<LlmLikeParams*> targets = {&spec.llm};
+    for (LlmLikeParams& layer : spec.layer_params) targets.push_back(&layer);
+    for (LlmLikeParams* target : targets) {
+      std::size_t param = 0;
+      for_each_llm_param(*target, [&](const char* name, auto& field, const char*) {
+        const double value = given[param++].second[0];
+        if (cmd->get_option(llm_flag(name))->count() > 0) field = std::decay_t<decltype(field)>(value);
+      });
+    }
     const kernels::Backend backend =
         args->backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args->backend);
     const Workload w = kernels::generate_workload(spec, backend, args->threads);
     write_workload(args->output, w);
-    std::cout << "wrote " << args->output << ": " << to_string(w.shape()) << " ("
-              << to_string(spec.kind) << ", preset " << spec.preset << ", seed " << spec.seed << ")\n";
+    std::cout << "wrote " << args->output << ": " << to_string(w.shape()) << " (" << to_string(spec.kind)
+              << (spec.profile.empty() ? "" : ", profile " + spec.profile)
+              << (spec.preset.empty() ? "" : ", preset " + spec.preset) << ", seed " << spec.seed << ")\n";
   });
 }
 
-void print_table(const std::vector<HeadStatistics>& heads, const HeadStatistics& mean) {
-  std::printf("%5s %5s %5s %9s %9s %9s %9s %7s %9s %9s\n", "layer", "head", "kv", "sparsity",
-              "sink", "recent", "pl_exp", "pl_r2", "heavy10", "norm_rho");
-  auto row = [](const char* l, const char* h, const char* kv, const HeadStatistics& s) {
-    std::printf("%5s %5s %5s %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f\n", l, h, kv, s.sparsity,
-                s.sink_mass, s.recent_mass, s.power_law_exponent, s.power_law_r2, s.heavy_share,
-                s.norm_attention_spearman);
+void print_table(const std::vector<HeadStatistics>& heads, const std::string& by, double sink_threshold) {
+  std::printf("%5s %5s %5s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "sparsity",
+              "sink", "recent", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10", "sinkhead");
+  auto row = [](const std::string& l, const std::string& h, const std::string& kv, const HeadStatistics& s,
+                double sink_heads) {
+    std::printf("%5s %5s %5s %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(), h.c_str(),
+                kv.c_str(), s.sparsity, s.sink_mass, s.recent_mass, s.power_law_exponent, s.power_law_r2,
+                s.heavy_share, s.norm_attention_spearman, s.first_token_mass, s.received_top_share, sink_heads);
   };
-  for (const HeadStatistics& s : heads) {
-    row(std::to_string(s.layer).c_str(), std::to_string(s.q_head).c_str(),
-        std::to_string(s.kv_head).c_str(), s);
+  if (by == "layer") {
+    for (const LayerStatistics& l : per_layer_statistics(heads, sink_threshold)) {
+      row(std::to_string(l.layer), std::to_string(l.heads), "", l.mean, l.sink_head_rate);
+    }
+  } else {
+    for (const HeadStatistics& s : heads) {
+      row(std::to_string(s.layer), std::to_string(s.q_head), std::to_string(s.kv_head), s,
+          s.late_first_token_mass > sink_threshold ? 1.0 : 0.0);
+    }
   }
-  row("mean", "", "", mean);
+  row("mean", "", "", mean_statistics(heads), sink_head_rate(heads, sink_threshold));
 }
 
 void add_inspect(CLI::App& parent) {
@@ -86,6 +123,8 @@ void add_inspect(CLI::App& parent) {
   auto json_path = std::make_shared<std::string>();
   auto opt = std::make_shared<InspectOptions>();
   auto allow_nonfinite = std::make_shared<bool>(false);
+  auto table = std::make_shared<std::string>();
+  auto quiet = std::make_shared<bool>(false);
   CLI::App* cmd = parent.add_subcommand(
       "inspect", "Measure a workload's attention structure per (layer, head): sparsity, sink mass, "
                  "recency, power law of accumulated attention, heavy-hitter share, key-norm correlation");
@@ -94,17 +133,33 @@ void add_inspect(CLI::App& parent) {
   cmd->add_option("--tau", opt->tau, "Sparsity threshold relative to the row maximum")->capture_default_str();
   cmd->add_option("--sinks", opt->sinks, "Positions counted as sinks")->capture_default_str();
   cmd->add_option("--recent-window", opt->recent_window, "Recent window (keys)")->capture_default_str();
+  cmd->add_option("--first-token-from", opt->first_token_from,
+                  "first_token_mass averages query rows from this one (at most tokens/2)")
+      ->capture_default_str();
+  cmd->add_option("--late-rows", opt->late_rows, "Last query rows that decide a sink head")->capture_default_str();
+  cmd->add_option("--sink-head-threshold", opt->sink_head_threshold,
+                  "A head is a sink head when its late first-token mass exceeds this")
+      ->capture_default_str();
+  cmd->add_option("--table", *table, "Rows of the printed table: head | layer (default: head for one layer, "
+                                     "layer otherwise); the JSON has both")
+      ->check(CLI::IsMember({"head", "layer"}));
   cmd->add_option("--threads", opt->threads, "Threads (0: all cores)");
+  cmd->add_flag("--quiet", *quiet, "No progress on stderr");
   cmd->add_flag("--allow-nonfinite", *allow_nonfinite, "Accept NaN/Inf in the file");
   cmd->callback([=]() {
     ReadOptions read_options;
     read_options.allow_nonfinite = *allow_nonfinite;
     const Workload w = read_workload(*file, read_options);
-    const auto heads = inspect_workload(w, *opt);
+    require_output_directory(*json_path, "--json");
+    InspectOptions options = *opt;
+    Progress progress("inspect", (long long)w.shape().layers * w.shape().q_heads, "heads", *quiet);
+    options.progress = [&progress](int, int) { progress.advance(); };
+    const auto heads = inspect_workload(w, options);
     const HeadStatistics mean = mean_statistics(heads);
     std::cout << *file << ": " << to_string(w.shape()) << " (" << w.shape().attention_kind()
               << ", score scale " << w.score_scale() << ")\n";
-    print_table(heads, mean);
+    print_table(heads, !table->empty() ? *table : (w.shape().layers > 1 ? "layer" : "head"),
+                opt->sink_head_threshold);
     if (!json_path->empty()) {
       nlohmann::json doc = {{"file", *file},
                             {"shape", to_json(w.shape())},
@@ -114,9 +169,18 @@ void add_inspect(CLI::App& parent) {
                              {{"tau", opt->tau},
                               {"sinks", opt->sinks},
                               {"recent_window", opt->recent_window},
-                              {"top_fraction", opt->top_fraction}}},
+                              {"top_fraction", opt->top_fraction},
+                              {"first_token_from", opt->first_token_from},
+                              {"late_rows", opt->late_rows},
+                              {"sink_head_threshold", opt->sink_head_threshold}}},
                             {"mean", to_json(mean)},
+                            {"sink_head_rate", sink_head_rate(heads, opt->sink_head_threshold)},
+                            {"layers", nlohmann::json::array()},
                             {"heads", nlohmann::json::array()}};
+      for (const LayerStatistics& l : per_layer_statistics(heads, opt->sink_head_threshold)) {
+        doc["layers"].push_back({{"layer", l.layer}, {"heads", l.heads}, {"sink_head_rate", l.sink_head_rate},
+                                 {"mean", to_json(l.mean)}});
+      }
       for (const HeadStatistics& h : heads) doc["heads"].push_back(to_json(h));
       write_json(*json_path, doc);
     }
@@ -130,6 +194,7 @@ void add_workload_command(CLI::App& app) {
   cmd->require_subcommand(1);
   add_generate(*cmd);
   add_inspect(*cmd);
+  add_workload_fit(*cmd);
 }
 
 }  // namespace subevict::cli

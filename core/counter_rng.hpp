@@ -69,6 +69,7 @@ enum class Stream : std::uint32_t {
   kKeyNormBias = 5,
   kTypeSalience = 6,
   kDirections = 7,
+  kSinkHead = 8,  ///< uniform element 0 of (layer, q_head): whether that query head attends to sinks
 };
 
 /// Tensor id of `stream` for (layer, head): stream in the top 16 bits, then 24 bits each.

@@ -2,9 +2,13 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "core/counter_rng.hpp"
+#include "core/generator_profile.hpp"
 #include "core/input_error.hpp"
 #include "core/llm_like_model.hpp"
 #include "core/number_text.hpp"
@@ -60,8 +64,8 @@ void generate_llm_like(const WorkloadSpec& spec, int threads, Workload& w) {
   for_each_row(s, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
     llm_like_key_row(tables, head_tables(l, h), spec.seed, l, h, j, w.k_data().data() + off);
   });
-  const double value_std = spec.llm.value_std;
   for_each_row(s, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
+    const double value_std = tables.layers[std::size_t(l)].value_std;
     const std::uint64_t id = stream_id(Stream::kValue, l, h);
     const std::uint64_t first = std::uint64_t(j) * s.head_dim;
     for (int x = 0; x < s.head_dim; ++x) {
@@ -72,11 +76,25 @@ void generate_llm_like(const WorkloadSpec& spec, int threads, Workload& w) {
 
 }  // namespace
 
+std::vector<std::pair<const char*, std::vector<double>>> llm_param_columns(const std::vector<LlmLikeParams>& layers) {
+  std::vector<std::pair<const char*, std::vector<double>>> columns;
+  for (const LlmLikeParams& p : layers) {
+    std::size_t param = 0;
+    for_each_llm_param(p, [&](const char* name, const auto& value, const char*) {
+      if (param == columns.size()) columns.push_back({name, {}});
+      columns[param++].second.push_back(double(value));
+    });
+  }
+  return columns;
+}
+
 void LlmLikeParams::validate() const {
   auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0; };
   require(finite_nonneg(content_logit_std), "content_logit_std", "a finite value >= 0", content_logit_std);
   require(sinks >= 0, "sinks", "a count >= 0", sinks);
   require(finite_nonneg(sink_logit), "sink_logit", "a finite value >= 0", sink_logit);
+  require(sink_head_fraction >= 0 && sink_head_fraction <= 1, "sink_head_fraction", "a value in [0, 1]",
+          sink_head_fraction);
   require(token_types >= 1, "token_types", "at least 1", token_types);
   require(std::isfinite(zipf_alpha) && zipf_alpha >= 0, "zipf_alpha", "a finite value >= 0", zipf_alpha);
   require(finite_nonneg(heavy_logit), "heavy_logit", "a finite value >= 0", heavy_logit);
@@ -88,13 +106,21 @@ void LlmLikeParams::validate() const {
   require(finite_nonneg(value_std), "value_std", "a finite value >= 0", value_std);
 }
 
-WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, std::uint64_t seed) {
+WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, std::uint64_t seed,
+                              PresetParams params) {
   const Preset& p = find_preset(name);
   if (tokens < 0) throw InputError("workload spec", "tokens", "a count >= 0 (0: the preset's default)", std::to_string(tokens));
   if (layers < 0) throw InputError("workload spec", "layers", "a count >= 0 (0: all of the model's)", std::to_string(layers));
+  const int n = tokens > 0 ? tokens : p.default_tokens;
+  if (params == PresetParams::kProfile) {
+    if (const std::optional<GeneratorProfile> profile = preset_profile(p.name)) {
+      WorkloadSpec spec = spec_from_profile(*profile, n, layers, seed);
+      spec.preset = p.name;
+      return spec;
+    }
+  }
   WorkloadSpec spec;
-  spec.shape = {layers > 0 ? layers : p.layers, p.q_heads, p.kv_heads,
-                tokens > 0 ? tokens : p.default_tokens, p.head_dim};
+  spec.shape = {layers > 0 ? layers : p.layers, p.q_heads, p.kv_heads, n, p.head_dim};
   spec.kind = GeneratorKind::kLlmLike;
   spec.llm.rope_base = p.rope_base;
   spec.seed = seed;
@@ -102,28 +128,79 @@ WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, s
   return spec;
 }
 
-Workload generate_workload(const WorkloadSpec& spec, int threads) {
+void validate_spec(const WorkloadSpec& spec) {
   spec.shape.validate();
-  if (threads < 0) throw InputError("generator", "threads", "a count >= 0 (0: default)", std::to_string(threads));
-  Workload w(spec.shape);
-  if (spec.kind == GeneratorKind::kGaussian) {
-    generate_gaussian(spec, threads, w);
-  } else {
-    spec.llm.validate();
-    const int d = spec.shape.head_dim;
-    if (d % 2 != 0 || d < 8 || d > kMaxHeadDim) {
-      throw InputError("llm-like generator", "head_dim", "an even number in [8, 1024]", std::to_string(d));
-    }
-    generate_llm_like(spec, threads, w);
+  if (!std::isfinite(spec.score_scale) || spec.score_scale < 0) {
+    throw InputError("workload spec", "score_scale", "a finite value >= 0 (0: 1/sqrt(head_dim))",
+                     significant_digits(spec.score_scale, 10));
   }
+  if (spec.kind == GeneratorKind::kGaussian) return;
+  const int d = spec.shape.head_dim;
+  if (d % 2 != 0 || d < 8 || d > kMaxHeadDim) {
+    throw InputError("llm-like generator", "head_dim", "an even number in [8, 1024]", std::to_string(d));
+  }
+  if (spec.layer_params.empty()) return spec.llm.validate();
+  const std::size_t layers = std::size_t(spec.shape.layers);
+  if (spec.layer_params.size() != layers) {
+    throw InputError("workload spec", "layer_params", "one entry per layer (" + std::to_string(layers) + ")",
+                     std::to_string(spec.layer_params.size()) + " entries");
+  }
+  const LlmLikeParams& first = spec.layer_params[0];
+  for (std::size_t l = 0; l < layers; ++l) {
+    const LlmLikeParams& p = spec.layer_params[l];
+    const std::string where = "layer " + std::to_string(l);
+    try {
+      p.validate();
+    } catch (const InputError& e) {
+      throw InputError("workload spec", where, std::string("valid parameters (") + e.what() + ")");
+    }
+    auto agree = [&](const char* field, double mine, double theirs) {
+      if (mine != theirs) {
+        throw InputError("workload spec", where + " " + field,
+                         "the value of layer 0 (" + significant_digits(theirs, 17) +
+                             "; token types and RoPE are shared by all layers)",
+                         significant_digits(mine, 17));
+      }
+    };
+    agree("token_types", p.token_types, first.token_types);
+    agree("zipf_alpha", p.zipf_alpha, first.zipf_alpha);
+    agree("rope_base", p.rope_base, first.rope_base);
+  }
+}
+
+Workload prepare_workload(const WorkloadSpec& spec) {
+  validate_spec(spec);
+  Workload w(spec.shape);
+  if (spec.score_scale > 0) w.set_score_scale(spec.score_scale);
   w.metadata["generator"] = to_string(spec.kind);
   if (spec.kind == GeneratorKind::kLlmLike) {
-    for_each_llm_field(spec.llm, [&w](const char* name, const auto& value, const char*) {
-      w.metadata[std::string("llm.") + name] = significant_digits(double(value), 17);
-    });
+    // One "llm.NAME" per parameter with one value in every layer; the others per layer, as JSON.
+    const std::vector<LlmLikeParams> layers =
+        spec.layer_params.empty() ? std::vector<LlmLikeParams>{spec.llm} : spec.layer_params;
+    nlohmann::ordered_json per_layer = nlohmann::ordered_json::object();
+    for (const auto& [name, values] : llm_param_columns(layers)) {
+      if (std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) == values.end()) {
+        w.metadata[std::string("llm.") + name] = significant_digits(values[0], 17);
+      } else {
+        per_layer[name] = values;
+      }
+    }
+    if (!per_layer.empty()) w.metadata["llm.per_layer"] = per_layer.dump();
   }
   w.metadata["seed"] = std::to_string(spec.seed);
   if (!spec.preset.empty()) w.metadata["preset"] = spec.preset;
+  if (!spec.profile.empty()) w.metadata["profile"] = spec.profile;
+  return w;
+}
+
+Workload generate_workload(const WorkloadSpec& spec, int threads) {
+  if (threads < 0) throw InputError("generator", "threads", "a count >= 0 (0: default)", std::to_string(threads));
+  Workload w = prepare_workload(spec);
+  if (spec.kind == GeneratorKind::kGaussian) {
+    generate_gaussian(spec, threads, w);
+  } else {
+    generate_llm_like(spec, threads, w);
+  }
   return w;
 }
 

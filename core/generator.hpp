@@ -5,7 +5,10 @@
 /// a strength parameter, so each can be switched off and its effect measured.
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/shape.hpp"
 #include "core/workload.hpp"
@@ -28,10 +31,15 @@ namespace subevict {
 /// recency_logit * mean_p cos((i-j) theta_p); sink sink_logit; heavy hitter
 /// 6 heavy_logit cos phi_t (so heavy_logit * Exp(1) truncated at 6: a power-law tail of exp(score));
 /// key norm -norm_logit_range * U_j, i.e. low-norm keys attract attention.
+/// Sink heads: the query term a u is present only in the query heads that are sink heads; query
+/// head h of layer l is one iff uniform(seed, stream (kSinkHead, l, h), 0) < sink_head_fraction
+/// (so 1 makes every head one, the model before the fraction existed, and 0 none).
+/// A WorkloadSpec may give each layer its own LlmLikeParams (WorkloadSpec::layer_params).
 struct LlmLikeParams {
   double content_logit_std = 1.5;
   int sinks = 4;                 ///< number of sink tokens (the first positions)
   double sink_logit = 7.0;
+  double sink_head_fraction = 1.0;  ///< share of query heads that attend to the sinks, in [0, 1]
   int token_types = 512;
   double zipf_alpha = 1.1;
   double heavy_logit = 1.2;
@@ -44,11 +52,14 @@ struct LlmLikeParams {
 
   /// Throws InputError naming the field unless every value is finite and in range.
   void validate() const;
+
+  friend bool operator==(const LlmLikeParams&, const LlmLikeParams&) = default;
 };
 
-/// Calls visit(name, field, help) for every field of `params` (an LlmLikeParams, const or not), in
-/// declaration order: the one list of parameters that the command line and the workload metadata
-/// are built from.
+/// Calls visit(name, field, help) for the fields of `params` (an LlmLikeParams, const or not) that
+/// existed in version 1 of the sweep job ids, in declaration order: sweep grids and job ids are
+/// built from this list, so it never grows (ids stay stable). Every other use takes
+/// for_each_llm_param.
 template <class Params, class Visit>
 void for_each_llm_field(Params& params, Visit visit) {
   visit("content_logit_std", params.content_logit_std, "Std of content scores");
@@ -65,6 +76,19 @@ void for_each_llm_field(Params& params, Visit visit) {
   visit("value_std", params.value_std, "Std of values");
 }
 
+/// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
+/// sink_head_fraction. The one list the command line, the workload metadata and profile files
+/// (core/generator_profile.hpp) are built from.
+template <class Params, class Visit>
+void for_each_llm_param(Params& params, Visit visit) {
+  for_each_llm_field(params, visit);
+  visit("sink_head_fraction", params.sink_head_fraction, "Share of query heads that attend to the sinks");
+}
+
+/// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),
+/// values as doubles (exact for the integer fields).
+std::vector<std::pair<const char*, std::vector<double>>> llm_param_columns(const std::vector<LlmLikeParams>& layers);
+
 enum class GeneratorKind { kGaussian, kLlmLike };
 
 /// Everything that determines a generated workload. The result is a pure function of this spec
@@ -72,14 +96,49 @@ enum class GeneratorKind { kGaussian, kLlmLike };
 struct WorkloadSpec {
   Shape shape;
   GeneratorKind kind = GeneratorKind::kLlmLike;
-  LlmLikeParams llm;
+  LlmLikeParams llm;  ///< the parameters of every layer when layer_params is empty
+  /// Empty: `llm` in every layer. Otherwise exactly shape.layers entries, layer l generated with
+  /// layer_params[l] (and `llm` unused). token_types, zipf_alpha and rope_base must agree across
+  /// layers (token types are token identities shared by all layers; RoPE tables are shared).
+  std::vector<LlmLikeParams> layer_params;
   std::uint64_t seed = 0;
-  std::string preset;  ///< informational, recorded in the workload's metadata
+  /// The factor s_ij = score_scale <q_i, k_j> the workload declares (0: 1/sqrt(head_dim)); the
+  /// LLM-like parameters are logits under this scale.
+  double score_scale = 0;
+  std::string preset;   ///< informational, recorded in the workload's metadata
+  std::string profile;  ///< informational (the per-layer profile's name), recorded likewise
+
+  /// The LLM-like parameters of layer `layer` (0 <= layer < shape.layers).
+  const LlmLikeParams& layer_llm(int layer) const {
+    return layer_params.empty() ? llm : layer_params[std::size_t(layer)];
+  }
+};
+
+/// Which LLM-like parameters spec_from_preset gives a preset.
+enum class PresetParams {
+  kUniform,  ///< the LlmLikeParams defaults in every layer (with the preset's RoPE base)
+  kProfile,  ///< the preset's per-layer profile (preset_profile) where it has one, else kUniform
 };
 
 /// The spec of preset `name` (see presets.hpp) with the given tokens (0: the preset's default),
-/// layers (0: all of the model's layers) and seed, LLM-like structure with the preset's RoPE base.
-WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, std::uint64_t seed);
+/// layers (0: all of the model's layers; with a profile, its first `layers` layers) and seed,
+/// LLM-like structure with the preset's RoPE base. Throws InputError for an unknown preset or a
+/// negative count.
+WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, std::uint64_t seed,
+                              PresetParams params = PresetParams::kUniform);
+
+/// Throws InputError naming the field (and the layer) unless `spec` can be generated: a valid shape
+/// (std::invalid_argument from Shape::validate), and for the LLM-like generator valid parameters
+/// in every layer, layer_params empty or one per layer, agreeing where they must, and an even
+/// head_dim in [8, 1024]; score_scale finite and >= 0.
+void validate_spec(const WorkloadSpec& spec);
+
+/// A zero-filled Workload of spec.shape carrying what generate_workload records besides the
+/// tensors: the score scale and the metadata ("generator", "seed", "preset", "profile", and for
+/// the LLM-like generator "llm.NAME" for every parameter with one value in all layers plus, when
+/// some vary, "llm.per_layer": a compact JSON object {NAME: [value of layer 0, 1, ...]} of the
+/// others). Validates the spec first (validate_spec). Backends fill the tensors.
+Workload prepare_workload(const WorkloadSpec& spec);
 
 /// Generates Q, K, V. Gaussian: every element i.i.d. N(0, 1). LLM-like: the model above; requires
 /// an even head_dim >= 8. `threads` (0 = OpenMP default) changes nothing but speed. Throws

@@ -30,25 +30,43 @@ std::vector<double> orthonormal_draw(std::uint64_t seed, std::uint64_t stream, s
 
 int rotated_pairs(int head_dim) { return (head_dim - kStructureDims) / 2; }
 
+LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score_scale) {
+  const double sqrt_d = std::sqrt(d);
+  // Logits are s = scale <q, k>; `unit` is 1 (exactly, so no bit changes) at scale 1/sqrt(d).
+  const double unit = score_scale > 0 ? 1.0 / (score_scale * sqrt_d) : 1.0;
+  LlmLikeLayerTables c;
+  // Each coefficient realises the logit contribution documented in LlmLikeParams.
+  c.sigma = std::sqrt(prm.content_logit_std * unit);
+  c.rho = std::sqrt(prm.recency_logit * sqrt_d * unit);
+  c.sink_amp = std::sqrt(prm.sink_logit * sqrt_d * unit);
+  c.eta = c.beta = std::sqrt(6.0 * prm.heavy_logit * sqrt_d * unit);
+  c.norm_spread = prm.norm_spread;
+  c.gamma = prm.norm_spread > 0 ? prm.norm_logit_range * sqrt_d * unit / prm.norm_spread : 0.0;
+  c.inv_temperature = 1.0 / prm.temperature;
+  c.value_std = prm.value_std;
+  c.sinks = prm.sinks;
+  return c;
+}
+
 }  // namespace
 
 LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
   const Shape& s = spec.shape;
-  const LlmLikeParams& prm = spec.llm;
+  const LlmLikeParams& prm = spec.layer_llm(0);  // token types and RoPE agree across layers
   const double d = s.head_dim;
-  const double sqrt_d = std::sqrt(d);
   LlmLikeTables t;
   t.tokens = s.tokens;
   t.head_dim = s.head_dim;
-  // Each coefficient realises the logit contribution documented in LlmLikeParams.
-  t.sigma = std::sqrt(prm.content_logit_std);
-  t.rho = std::sqrt(prm.recency_logit * sqrt_d);
-  t.sink_amp = std::sqrt(prm.sink_logit * sqrt_d);
-  t.eta = t.beta = std::sqrt(6.0 * prm.heavy_logit * sqrt_d);
-  t.norm_spread = prm.norm_spread;
-  t.gamma = prm.norm_spread > 0 ? prm.norm_logit_range * sqrt_d / prm.norm_spread : 0.0;
-  t.inv_temperature = 1.0 / prm.temperature;
-  t.sinks = prm.sinks;
+  t.q_heads = s.q_heads;
+  t.sink_head.resize(std::size_t(s.layers) * s.q_heads);
+  for (int l = 0; l < s.layers; ++l) {
+    const LlmLikeParams& layer = spec.layer_llm(l);
+    t.layers.push_back(layer_tables(layer, d, spec.score_scale));
+    for (int h = 0; h < s.q_heads; ++h) {
+      t.sink_head[std::size_t(l) * s.q_heads + h] =
+          uniform(spec.seed, stream_id(Stream::kSinkHead, l, h), 0) < layer.sink_head_fraction;
+    }
+  }
 
   // Token types: Zipf(alpha) over ranks 1..T by inverse CDF on the host table.
   std::vector<double> cdf(prm.token_types);
@@ -98,8 +116,8 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
 namespace {
 
 /// Content plus rotated recency for dims [0, 2*pairs), written as doubles into row[].
-void rotated_part(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::uint64_t seed,
-                  std::uint64_t content_stream, int pos, double* row) {
+void rotated_part(const LlmLikeTables& t, const LlmLikeLayerTables& c, const LlmLikeHeadTables& head,
+                  std::uint64_t seed, std::uint64_t content_stream, int pos, double* row) {
   const int pairs = rotated_pairs(t.head_dim);
   const std::uint64_t first_pair = std::uint64_t(pos) * std::uint64_t(t.head_dim / 2);
   for (int p = 0; p < pairs; ++p) {
@@ -108,14 +126,14 @@ void rotated_part(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::ui
     const double cs = t.rope_cos[std::size_t(pos) * pairs + p];
     const double sn = t.rope_sin[std::size_t(pos) * pairs + p];
     const double w0 = head.w[2 * p], w1 = head.w[2 * p + 1];
-    row[2 * p] = t.sigma * z0 + t.rho * (w0 * cs - w1 * sn);
-    row[2 * p + 1] = t.sigma * z1 + t.rho * (w0 * sn + w1 * cs);
+    row[2 * p] = c.sigma * z0 + c.rho * (w0 * cs - w1 * sn);
+    row[2 * p + 1] = c.sigma * z1 + c.rho * (w0 * sn + w1 * cs);
   }
   for (int p = pairs; p < t.head_dim / 2; ++p) {
     double z0, z1;
     normal_pair(seed, content_stream, first_pair + p, &z0, &z1);
-    row[2 * p] = t.sigma * z0;
-    row[2 * p + 1] = t.sigma * z1;
+    row[2 * p] = c.sigma * z0;
+    row[2 * p + 1] = c.sigma * z1;
   }
 }
 
@@ -124,14 +142,15 @@ void rotated_part(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::ui
 void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::uint64_t seed,
                       int layer, int kv_head, int j, float* out) {
   double row[1024];
-  rotated_part(t, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, row);
-  const double sink = j < t.sinks ? t.sink_amp : 0.0;
+  const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
+  rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, row);
+  const double sink = j < c.sinks ? c.sink_amp : 0.0;
   const double cos_phi = head.cos_phi[t.token_type[j]];
   const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
-  const double m = t.norm_spread * uniform(seed, stream_id(Stream::kKeyNormBias, layer, kv_head), j);
+  const double m = c.norm_spread * uniform(seed, stream_id(Stream::kKeyNormBias, layer, kv_head), j);
   const int base = t.head_dim - kStructureDims;
   for (int x = 0; x < kStructureDims; ++x) {
-    row[base + x] += sink * head.u[x] + t.beta * (cos_phi * head.p[x] + sin_phi * head.p_perp[x]) +
+    row[base + x] += sink * head.u[x] + c.beta * (cos_phi * head.p[x] + sin_phi * head.p_perp[x]) +
                      m * head.c[x];
   }
   for (int x = 0; x < t.head_dim; ++x) out[x] = float(row[x]);
@@ -140,12 +159,14 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
 void llm_like_query_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std::uint64_t seed,
                         int layer, int q_head, int i, float* out) {
   double row[1024];
-  rotated_part(t, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, row);
+  const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
+  rotated_part(t, c, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, row);
+  const double sink = t.sink_head[std::size_t(layer) * t.q_heads + q_head] ? c.sink_amp : 0.0;
   const int base = t.head_dim - kStructureDims;
   for (int x = 0; x < kStructureDims; ++x) {
-    row[base + x] += t.sink_amp * head.u[x] + t.eta * head.p[x] - t.gamma * head.c[x];
+    row[base + x] += sink * head.u[x] + c.eta * head.p[x] - c.gamma * head.c[x];
   }
-  for (int x = 0; x < t.head_dim; ++x) out[x] = float(row[x] * t.inv_temperature);
+  for (int x = 0; x < t.head_dim; ++x) out[x] = float(row[x] * c.inv_temperature);
 }
 
 }  // namespace subevict

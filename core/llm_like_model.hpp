@@ -24,18 +24,26 @@ struct LlmLikeHeadTables {
   std::vector<double> cos_phi;     ///< per token type: alignment of the type's key direction with p
 };
 
-/// Tables shared by all heads (token identities and RoPE angles) plus the per-head tables.
-struct LlmLikeTables {
-  int tokens = 0, head_dim = 0;
+/// The coefficients of one layer, derived from its LlmLikeParams (see build_llm_like_tables).
+struct LlmLikeLayerTables {
   double sigma = 0, rho = 0, sink_amp = 0, beta = 0, eta = 0, gamma = 0, norm_spread = 0;
-  double inv_temperature = 1;
+  double inv_temperature = 1, value_std = 1;
   int sinks = 0;
-  std::vector<std::int32_t> token_type;  ///< [tokens]
+};
+
+/// Tables shared by all heads (token identities and RoPE angles) plus the per-layer and per-head
+/// tables.
+struct LlmLikeTables {
+  int tokens = 0, head_dim = 0, q_heads = 0;
+  std::vector<LlmLikeLayerTables> layers;  ///< [layer]
+  std::vector<std::uint8_t> sink_head;     ///< [layer][q_head]: 1 iff the query has the sink term
+  std::vector<std::int32_t> token_type;    ///< [tokens]
   std::vector<double> rope_cos, rope_sin;  ///< [tokens][rotated pairs]
   std::vector<LlmLikeHeadTables> heads;    ///< [layer][kv_head]
 };
 
-/// Builds every table for `spec` (host only; uses std::pow, std::cos on the host).
+/// Builds every table for `spec` (host only; uses std::pow, std::cos on the host). Precondition:
+/// validate_spec(spec) passed.
 LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec);
 
 /// Key row j of (layer, kv_head) into out[0..head_dim).

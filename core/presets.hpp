@@ -2,8 +2,11 @@
 /// \file
 /// Named model shapes for workload generation.
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/generator_profile.hpp"
 
 namespace subevict {
 
@@ -26,5 +29,11 @@ const std::vector<Preset>& presets();
 
 /// The preset called `name`; throws InputError listing the known names otherwise.
 const Preset& find_preset(const std::string& name);
+
+/// The per-layer profile of preset `name` (llama2-7b, llama3-8b, mistral-7b: one LlmLikeParams per
+/// model layer, chosen to match published per-layer attention statistics, docs/workloads.md), or
+/// nullopt for a preset without one (the OPT and tiny presets). Throws InputError for an unknown
+/// name.
+std::optional<GeneratorProfile> preset_profile(const std::string& name);
 
 }  // namespace subevict

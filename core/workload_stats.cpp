@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -27,7 +29,9 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   const ConstHeadMap k = w.k(layer, st.kv_head);
 
   long long below = 0, entries = 0;
-  double sink_total = 0, recent_total = 0;
+  double sink_total = 0, recent_total = 0, first_total = 0, late_total = 0;
+  const int first_from = std::min(opt.first_token_from, n / 2);
+  const int late_from = n - std::min(opt.late_rows, n / 2);
   Eigen::VectorXd accumulated = Eigen::VectorXd::Zero(n);
   for_each_attention_block(q, k, w.score_scale(), opt.block_rows, [&](int first, const Eigen::MatrixXd& a) {
     for (int r = 0; r < a.rows(); ++r) {
@@ -37,12 +41,18 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
       entries += i + 1;
       if (i >= opt.sinks) sink_total += row.head(opt.sinks).sum();
       if (i >= opt.recent_window) recent_total += row.tail(opt.recent_window).sum();
+      if (i >= first_from) first_total += row[0];
+      if (i >= late_from) late_total += row[0];
     }
     accumulated += a.colwise().sum().transpose();
   });
   st.sparsity = double(below) / double(entries);
   st.sink_mass = sink_total / double(n - opt.sinks);
   st.recent_mass = recent_total / double(n - opt.recent_window);
+  st.first_token_mass = first_total / double(n - first_from);
+  st.late_first_token_mass = late_total / double(n - late_from);
+  st.received_top_share =
+      top_share(std::vector<double>(accumulated.data(), accumulated.data() + n), opt.top_fraction);
 
   std::vector<double> non_sink(accumulated.data() + opt.sinks, accumulated.data() + n);
   const PowerLawFit fit = fit_power_law(non_sink, n / 2);
@@ -64,6 +74,7 @@ std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOpt
   std::vector<HeadStatistics> out(std::size_t(s.layers) * s.q_heads);
   const int team = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   std::string error;
+  int done = 0;
 #pragma omp parallel for num_threads(team) schedule(dynamic)
   for (long long h = 0; h < (long long)out.size(); ++h) {
     try {
@@ -72,6 +83,8 @@ std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOpt
 #pragma omp critical
       error = e.what();
     }
+#pragma omp critical(subevict_inspect_progress)
+    if (opt.progress) opt.progress(++done, int(out.size()));
   }
   if (!error.empty()) throw std::invalid_argument(error);
   return out;
@@ -86,6 +99,30 @@ HeadStatistics mean_statistics(const std::vector<HeadStatistics>& heads) {
     m.*field /= double(heads.size());
   });
   return m;
+}
+
+double sink_head_rate(const std::vector<HeadStatistics>& heads, double sink_head_threshold) {
+  if (heads.empty()) return 0;
+  long long sinks = 0;
+  for (const HeadStatistics& h : heads) sinks += h.late_first_token_mass > sink_head_threshold;
+  return double(sinks) / double(heads.size());
+}
+
+std::vector<LayerStatistics> per_layer_statistics(const std::vector<HeadStatistics>& heads,
+                                                  double sink_head_threshold) {
+  std::map<int, std::vector<HeadStatistics>> by_layer;
+  for (const HeadStatistics& h : heads) by_layer[h.layer].push_back(h);
+  std::vector<LayerStatistics> out;
+  for (const auto& [layer, members] : by_layer) {
+    LayerStatistics l;
+    l.layer = layer;
+    l.heads = int(members.size());
+    l.mean = mean_statistics(members);
+    l.mean.layer = layer;
+    l.sink_head_rate = sink_head_rate(members, sink_head_threshold);
+    out.push_back(l);
+  }
+  return out;
 }
 
 }  // namespace subevict

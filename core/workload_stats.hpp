@@ -4,6 +4,7 @@
 /// statistics `subevict workload inspect` prints and the tests assert on. Nothing is assumed
 /// about how the workload was made.
 
+#include <functional>
 #include <vector>
 
 #include "core/workload.hpp"
@@ -15,9 +16,14 @@ struct InspectOptions {
   double tau = 0.01;         ///< sparsity threshold relative to the row maximum
   int sinks = 4;             ///< the first `sinks` tokens count as sink positions
   int recent_window = 32;    ///< the last `recent_window` keys a query sees (itself included)
-  double top_fraction = 0.1; ///< for the heavy-hitter share
+  double top_fraction = 0.1; ///< for the heavy-hitter shares
+  int first_token_from = 64; ///< first_token_mass averages rows i >= min(this, tokens / 2)
+  int late_rows = 64;        ///< late_first_token_mass averages the last min(this, tokens / 2) rows
+  double sink_head_threshold = 0.3;  ///< a head is a sink head when late_first_token_mass exceeds it
   int block_rows = 256;      ///< rows per GEMM block (memory 8 * block_rows * tokens bytes)
   int threads = 0;           ///< heads measured in parallel (0: OpenMP default)
+  /// Called after each measured head with (heads done, heads in all), from one thread at a time.
+  std::function<void(int, int)> progress;
 };
 
 /// Statistics of one (layer, query head). Definitions, with a the exact causal attention:
@@ -33,6 +39,12 @@ struct InspectOptions {
 ///                     recent window removes recency)
 ///   norm_attention_spearman  Spearman correlation of ||k_j|| and that mean received attention
 ///                     over the same middle tokens (the L2-norm paper's statistic)
+///   first_token_mass  mean over queries i >= min(first_token_from, n/2) of a_i0 (StreamingLLM's
+///                     attention sink on the first token)
+///   late_first_token_mass  mean of a_i0 over the last min(late_rows, n/2) queries; the head is a
+///                     sink head when it exceeds sink_head_threshold
+///   received_top_share  top_share(top_fraction) of the plain column sums sum_i a_ij over all
+///                     tokens (sinks and recent window included)
 struct HeadStatistics {
   int layer = 0, q_head = 0, kv_head = 0;
   double sparsity = 0;
@@ -42,6 +54,9 @@ struct HeadStatistics {
   double power_law_r2 = 0;
   double heavy_share = 0;
   double norm_attention_spearman = 0;
+  double first_token_mass = 0;
+  double late_first_token_mass = 0;
+  double received_top_share = 0;
 };
 
 /// Calls visit(name, member) with a pointer to each measured statistic of HeadStatistics, in
@@ -55,7 +70,19 @@ void for_each_statistic(Visit visit) {
   visit("power_law_r2", &HeadStatistics::power_law_r2);
   visit("heavy_share", &HeadStatistics::heavy_share);
   visit("norm_attention_spearman", &HeadStatistics::norm_attention_spearman);
+  visit("first_token_mass", &HeadStatistics::first_token_mass);
+  visit("late_first_token_mass", &HeadStatistics::late_first_token_mass);
+  visit("received_top_share", &HeadStatistics::received_top_share);
 }
+
+/// The statistics of one layer: the mean over its query heads of every HeadStatistics field
+/// (layer set, q_head = kv_head = -1) and the share of its heads that are sink heads.
+struct LayerStatistics {
+  int layer = 0;
+  int heads = 0;
+  HeadStatistics mean;
+  double sink_head_rate = 0;  ///< share of heads with late_first_token_mass > sink_head_threshold
+};
 
 /// Statistics of one head. Requires tokens > sinks + recent_window + 2 (std::invalid_argument).
 /// Cost O(tokens^2 * head_dim).
@@ -66,5 +93,13 @@ std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOpt
 
 /// Mean of each statistic over heads (layer = q_head = kv_head = -1).
 HeadStatistics mean_statistics(const std::vector<HeadStatistics>& heads);
+
+/// One LayerStatistics per layer that occurs in `heads`, in increasing layer order.
+/// `sink_head_threshold` as in InspectOptions.
+std::vector<LayerStatistics> per_layer_statistics(const std::vector<HeadStatistics>& heads,
+                                                  double sink_head_threshold = 0.3);
+
+/// Share of `heads` whose late_first_token_mass exceeds `sink_head_threshold` (0 when empty).
+double sink_head_rate(const std::vector<HeadStatistics>& heads, double sink_head_threshold = 0.3);
 
 }  // namespace subevict

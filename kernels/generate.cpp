@@ -1,6 +1,5 @@
 #include "kernels/generate.hpp"
 
-#include <algorithm>
 #include <string>
 
 #include "core/input_error.hpp"
@@ -19,17 +18,12 @@ detail::GeneratorTables flatten(const WorkloadSpec& spec) {
   if (!out.llm_like) return out;
   const LlmLikeTables t = build_llm_like_tables(spec);
   out.pairs = (t.head_dim - kStructureDims) / 2;
-  out.token_types = spec.llm.token_types;
-  out.sinks = t.sinks;
-  out.sigma = t.sigma;
-  out.rho = t.rho;
-  out.sink_amp = t.sink_amp;
-  out.beta = t.beta;
-  out.eta = t.eta;
-  out.gamma = t.gamma;
-  out.norm_spread = t.norm_spread;
-  out.inv_temperature = t.inv_temperature;
-  out.value_std = spec.llm.value_std;
+  out.token_types = spec.layer_llm(0).token_types;  // agrees across layers
+  for (const LlmLikeLayerTables& c : t.layers) {
+    out.layers.push_back({c.sigma, c.rho, c.sink_amp, c.beta, c.eta, c.gamma, c.norm_spread, c.inv_temperature,
+                          c.value_std, c.sinks});
+  }
+  out.sink_head = t.sink_head;
   out.token_type = t.token_type;
   out.rope_cos = t.rope_cos;
   out.rope_sin = t.rope_sin;
@@ -45,15 +39,9 @@ detail::GeneratorTables flatten(const WorkloadSpec& spec) {
 
 Workload generate_workload(const WorkloadSpec& spec, Backend backend, int threads) {
   require_available(backend);
-  // core validates the spec and writes the metadata; a 1-token, 1-layer copy costs nothing.
-  WorkloadSpec probe = spec;
-  probe.shape.validate();
   if (backend == Backend::kReference) return subevict::generate_workload(spec, threads);
-  probe.shape.tokens = std::min(spec.shape.tokens, 1);
-  probe.shape.layers = 1;
-  Workload metadata_source = subevict::generate_workload(probe, 1);
-  Workload w(spec.shape);
-  w.metadata = metadata_source.metadata;
+  // core validates the spec and records the metadata and the score scale; the backend fills it.
+  Workload w = prepare_workload(spec);
   const detail::GeneratorTables tables = flatten(spec);
 #ifdef SUBEVICT_KERNELS_CUDA
   if (backend == Backend::kCuda) {

@@ -126,16 +126,16 @@ struct SimGroupFn {
 }  // namespace
 
 void generate(const GeneratorTables& tables, std::vector<float>& q, std::vector<float>& k, std::vector<float>& v) {
+  thrust::device_vector<LayerCoefficients> layers = to_device(tables.layers);
+  thrust::device_vector<std::uint8_t> sink_head = to_device(tables.sink_head);
   thrust::device_vector<std::int32_t> token_type = to_device(tables.token_type);
   thrust::device_vector<double> rope_cos = to_device(tables.rope_cos), rope_sin = to_device(tables.rope_sin),
                                 dirs = to_device(tables.dirs), w = to_device(tables.w),
                                 cos_phi = to_device(tables.cos_phi);
   const Dims& s = tables.shape;
   const GeneratorView view{tables.llm_like, tables.seed, s.q_heads, s.kv_heads, s.tokens, s.head_dim,
-                           tables.pairs, tables.token_types, tables.sinks, tables.sigma, tables.rho,
-                           tables.sink_amp, tables.beta, tables.eta, tables.gamma, tables.norm_spread,
-                           tables.inv_temperature, tables.value_std, raw(token_type), raw(rope_cos),
-                           raw(rope_sin), raw(dirs), raw(w), raw(cos_phi)};
+                           tables.pairs, tables.token_types, raw(layers), raw(sink_head), raw(token_type),
+                           raw(rope_cos), raw(rope_sin), raw(dirs), raw(w), raw(cos_phi)};
   auto fill = [&view](std::vector<float>& out, std::size_t count, Tensor tensor) {
     thrust::device_vector<float> device(count);
     thrust::transform(thrust::counting_iterator<std::uint64_t>(0), thrust::counting_iterator<std::uint64_t>(count),

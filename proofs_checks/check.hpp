@@ -12,6 +12,7 @@
 
 #include "core/statistics.hpp"
 #include "core/workload.hpp"
+#include "core/workload_stats.hpp"
 
 namespace subevict::proofs_checks {
 
@@ -79,6 +80,9 @@ struct CheckContext {
   std::uint64_t seed = 0;
   double effort = 1.0;  ///< > 0
   double budget_ratio = 0.2;  ///< cache budget k = ceil(ratio · tokens) for dynamic checks
+  /// inspect_workload(*workload) with default InspectOptions when the caller measured it once for
+  /// every structure check (verify does); null: each check measures the workload itself.
+  const std::vector<HeadStatistics>* head_statistics = nullptr;
 };
 
 /// Static description of a check, shown by `verify --list` and in the report.

@@ -64,6 +64,46 @@ std::string counts_line(const CheckRun& run) {
   return out.str();
 }
 
+/// The figure of the per-layer structure (RunSettings::layers).
+constexpr const char* kLayerFigure = "structure_by_layer";
+
+/// A gnuplot script drawing `named` series (label, y per x) as points joined by lines over x.
+std::string series_plot(const std::string& plot, const std::string& title, const std::string& x_label,
+                        const std::string& y_label, const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& named) {
+  std::ostringstream gp, data, command;
+  gp.precision(17);
+  data.precision(17);
+  int block = 0;
+  for (const auto& [label, points] : named) {
+    data << "$d" << block << " << EOD\n";
+    for (const auto& [x, y] : points) {
+      if (std::isfinite(x) && std::isfinite(y)) data << x << ' ' << y << '\n';
+    }
+    data << "EOD\n";
+    command << (block ? ", " : "plot ") << "$d" << block << " with linespoints title " << quoted(label);
+    ++block;
+  }
+  gp << data.str() << "set title " << quoted(title) << " noenhanced\nset xlabel " << quoted(x_label)
+     << " noenhanced\nset ylabel " << quoted(y_label) << " noenhanced\nset key below noenhanced\nset grid\n"
+     << "set terminal svg size 800,500\nset output " << quoted(plot + ".svg") << "\n" << command.str() << "\n"
+     << "set terminal pngcairo size 800,500\nset output " << quoted(plot + ".png") << "\nreplot\nunset output\n";
+  return gp.str();
+}
+
+std::string layer_figure_script(const std::vector<LayerStatistics>& layers) {
+  std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> named = {
+      {"sparsity", {}}, {"first-token mass", {}}, {"sink-head rate", {}}, {"top-10% share", {}}, {"recent mass", {}}};
+  for (const LayerStatistics& l : layers) {
+    const double x = l.layer;
+    named[0].second.push_back({x, l.mean.sparsity});
+    named[1].second.push_back({x, l.mean.first_token_mass});
+    named[2].second.push_back({x, l.sink_head_rate});
+    named[3].second.push_back({x, l.mean.received_top_share});
+    named[4].second.push_back({x, l.mean.recent_mass});
+  }
+  return series_plot(kLayerFigure, "attention structure by layer (mean over heads)", "layer", "share", named);
+}
+
 }  // namespace
 
 nlohmann::json json_number(double value) {
@@ -115,8 +155,15 @@ nlohmann::json results_json(const std::vector<CheckRun>& runs, const RunSettings
                       {"series", series},
                       {"notes", r.notes}});
   }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerStatistics& l : settings.layers) {
+    nlohmann::json row = {{"layer", l.layer}, {"heads", l.heads}, {"sink_head_rate", json_number(l.sink_head_rate)}};
+    for_each_statistic([&](const char* name, double HeadStatistics::*field) { row[name] = json_number(l.mean.*field); });
+    layers.push_back(row);
+  }
   return {{"settings", {{"workload", settings.workload}, {"seed", settings.seed}, {"effort", settings.effort},
                         {"budget_ratio", settings.budget_ratio}}},
+          {"layers", layers},
           {"checks", checks},
           {"summary", {{"held", summary["held"]}, {"violated", summary["violated"]},
                        {"hypotheses_not_met", summary["hypotheses not met"]},
@@ -183,6 +230,25 @@ std::string report_markdown(const std::vector<CheckRun>& runs, const RunSettings
       md << "\n![" << s.plot << "](" << s.plot << ".svg) (also " << s.plot << ".png)\n";
     }
   }
+  if (!settings.layers.empty()) {
+    md << "\n## The workload, layer by layer\n\n"
+       << "Means over the heads of each layer (definitions in core/workload_stats.hpp; every number is under "
+          "\"layers\" in results.json). sparsity: share of causal entries below 1% of the row maximum; first token: "
+          "attention on token 0 over queries i >= 64; sink heads: share of heads with attention on token 0 above "
+          "0.3 over the last 64 queries; top 10%: share of the column sums held by the 10% most-attended tokens; "
+          "recent: mass on the last 32 keys; rho: Spearman of key norm and received attention.\n\n"
+       << "| layer | sparsity | first token | sink heads | top 10% | recent | rho | power-law R^2 |\n"
+       << "|---|---|---|---|---|---|---|---|\n";
+    for (const LayerStatistics& l : settings.layers) {
+      md << "| " << l.layer << " | " << format_number(l.mean.sparsity) << " | " << format_number(l.mean.first_token_mass)
+         << " | " << format_number(l.sink_head_rate) << " | " << format_number(l.mean.received_top_share) << " | "
+         << format_number(l.mean.recent_mass) << " | " << format_number(l.mean.norm_attention_spearman) << " | "
+         << format_number(l.mean.power_law_r2) << " |\n";
+    }
+    if (std::find(figures.begin(), figures.end(), kLayerFigure) != figures.end()) {
+      md << "\n![" << kLayerFigure << "](" << kLayerFigure << ".svg) (also " << kLayerFigure << ".png)\n";
+    }
+  }
   md << "\n## Figures\n\n";
   if (!plot_note.empty()) md << plot_note << "\n\n";
   for (const std::string& f : figures) md << "- " << f << ".svg, " << f << ".png (script " << f << ".gp)\n";
@@ -198,31 +264,19 @@ std::vector<std::string> plot_names(const std::vector<CheckRun>& runs) {
 }
 
 std::string gnuplot_script(const std::vector<CheckRun>& runs, const std::string& plot) {
-  std::ostringstream gp, data, command;
-  gp.precision(17);
-  data.precision(17);
+  std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> named;
   std::string x_label, y_label;
-  int block = 0;
   for (const CheckRun& run : runs) {
     for (const Series& s : run.result.series) {
       if (s.plot != plot) continue;
       x_label = s.x_label;
       y_label = s.y_label;
-      data << "$d" << block << " << EOD\n";
-      for (std::size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) {
-        if (std::isfinite(s.x[k]) && std::isfinite(s.y[k])) data << s.x[k] << ' ' << s.y[k] << '\n';
-      }
-      data << "EOD\n";
-      command << (block ? ", " : "plot ") << "$d" << block << " with linespoints title "
-              << quoted(s.label + " (" + run.info.id + ")");
-      ++block;
+      std::vector<std::pair<double, double>> points;
+      for (std::size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) points.push_back({s.x[k], s.y[k]});
+      named.push_back({s.label + " (" + run.info.id + ")", std::move(points)});
     }
   }
-  gp << data.str() << "set title " << quoted(plot) << " noenhanced\nset xlabel " << quoted(x_label)
-     << " noenhanced\nset ylabel " << quoted(y_label) << " noenhanced\nset key below noenhanced\nset grid\n"
-     << "set terminal svg size 800,500\nset output " << quoted(plot + ".svg") << "\n" << command.str() << "\n"
-     << "set terminal pngcairo size 800,500\nset output " << quoted(plot + ".png") << "\nreplot\nunset output\n";
-  return gp.str();
+  return series_plot(plot, plot, x_label, y_label, named);
 }
 
 std::string write_report(const std::string& directory, const std::vector<CheckRun>& runs,
@@ -232,13 +286,15 @@ std::string write_report(const std::string& directory, const std::vector<CheckRu
   try {
     std::vector<std::string> figures;
     std::string note;
-    const std::vector<std::string> plots = plot_names(runs);
+    std::vector<std::string> plots = plot_names(runs);
+    if (!settings.layers.empty()) plots.push_back(kLayerFigure);
     const bool have_gnuplot = std::system("gnuplot --version > /dev/null 2>&1") == 0;
     if (!have_gnuplot && !plots.empty()) {
       note = "gnuplot was not found, so no figure was drawn; the data of every figure is in results.json (series).";
     }
     for (const std::string& plot : plots) {
-      write_text(temp / (plot + ".gp"), gnuplot_script(runs, plot));
+      write_text(temp / (plot + ".gp"),
+                 plot == kLayerFigure ? layer_figure_script(settings.layers) : gnuplot_script(runs, plot));
       if (!have_gnuplot) continue;
       const std::string cmd = "cd '" + temp.string() + "' && gnuplot '" + plot + ".gp' > /dev/null 2>&1";
       if (std::system(cmd.c_str()) == 0 && fs::exists(temp / (plot + ".svg")) && fs::exists(temp / (plot + ".png"))) {

@@ -21,6 +21,9 @@ struct RunSettings {
   std::uint64_t seed = 0;
   double effort = 1;
   double budget_ratio = 0.2;
+  /// The workload's structure per layer (core/workload_stats.hpp), shown as a table and a figure
+  /// in report.md and under "layers" in results.json; empty: no such section.
+  std::vector<LayerStatistics> layers;
 };
 
 /// A double as JSON: a number when finite, else the string "inf", "-inf" or "nan" (JSON has no

@@ -7,7 +7,12 @@
 namespace subevict::proofs_checks {
 namespace {
 
-const Workload& workload_of(const CheckContext& context) { return context_workload(context, "workload checks"); }
+/// The context's workload with its statistics: measured once by the caller, or here.
+InspectedWorkload inspected_of(const CheckContext& context) {
+  const Workload& workload = context_workload(context, "workload checks");
+  if (context.head_statistics != nullptr) return {&workload, InspectOptions{}, *context.head_statistics};
+  return inspect_for_checks(workload);
+}
 
 }  // namespace
 
@@ -19,7 +24,7 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
        "exact causal attention of every head; an entry is sparse when below 1% of its row maximum",
        "per-layer mean sparsity > 0.95 in all but at most 10% of the layers", {"LLM-like workload", "imported tensors"},
        "proofs_checks/workload_structure.cpp"},
-      [](const CheckContext& c) { return check_sec3_sparsity(workload_of(c)); }));
+      [](const CheckContext& c) { return check_sec3_sparsity(inspected_of(c)); }));
   checks.push_back(make_check(
       {"h2o.sec3_power_law", "H2O, Section 3 (Figure 2)",
        "Accumulated attention scores follow a power law.",
@@ -27,7 +32,7 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
        "per-layer mean R^2 of the log-log fit >= 0.95 in all but at most 10% of the layers (uniform causal "
        "attention, which has no heavy hitters, already fits at R^2 = 0.89, so 0.9 would not separate them)",
        {"LLM-like workload", "imported tensors"}, "proofs_checks/workload_structure.cpp"},
-      [](const CheckContext& c) { return check_sec3_power_law(workload_of(c)); }));
+      [](const CheckContext& c) { return check_sec3_power_law(inspected_of(c)); }));
   checks.push_back(make_check(
       {"l2norm.attention_correlation", "Devoto et al. 2024 (arXiv 2406.11430), Section 3",
        "Keys with a low L2 norm receive high attention: key norm and attention are negatively correlated, except "
@@ -36,7 +41,15 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
        "middle tokens (no sinks, no recent window)",
        "per-layer mean Spearman rho < -2 / sqrt(heads (m-1)) in every layer checked",
        {"LLM-like workload", "imported tensors"}, "proofs_checks/workload_structure.cpp"},
-      [](const CheckContext& c) { return check_l2norm_correlation(workload_of(c)); }));
+      [](const CheckContext& c) { return check_l2norm_correlation(inspected_of(c)); }));
+  checks.push_back(make_check(
+      {"streamingllm.attention_sinks", "StreamingLLM (Xiao et al. 2024), Section 3.1 and Figure 2",
+       "Attention sinks: beyond the first two layers, most of the attention goes to the first token.",
+       "layers >= 2 (all layers when the workload has no others); exact causal attention of every head, query rows "
+       "i >= 64",
+       "per-layer mean attention on token 0 > 0.5 in all but at most 10% of the layers checked",
+       {"LLM-like workload", "imported tensors"}, "proofs_checks/workload_structure.cpp"},
+      [](const CheckContext& c) { return check_attention_sinks(inspected_of(c)); }));
   return checks;
 }
 

@@ -11,19 +11,6 @@
 namespace subevict::proofs_checks {
 namespace {
 
-/// Mean over the heads of each layer of one statistic.
-std::vector<double> layer_means(const Workload& workload, const std::vector<HeadStatistics>& heads,
-                                double HeadStatistics::*member) {
-  const int layers = workload.shape().layers;
-  std::vector<double> sum(std::size_t(layers), 0.0), count(std::size_t(layers), 0.0);
-  for (const HeadStatistics& h : heads) {
-    sum[std::size_t(h.layer)] += h.*member;
-    count[std::size_t(h.layer)] += 1.0;
-  }
-  for (int l = 0; l < layers; ++l) sum[std::size_t(l)] /= std::max(1.0, count[std::size_t(l)]);
-  return sum;
-}
-
 /// A per-layer claim: `passes(value)` for the layers in `layers`; held when at most
 /// floor(kAlmostAllSlack · layers) fail (when `almost_all`) or none fail.
 CheckResult layer_claim(const std::vector<double>& values, const std::vector<int>& layers,
@@ -71,41 +58,64 @@ std::vector<int> all_layers(const Workload& workload) {
   return layers;
 }
 
+/// Layers 2.. (the papers exclude the first two), or every layer when there are no others; the
+/// note says which.
+std::vector<int> layers_after_the_first_two(const Workload& workload, std::string& note) {
+  std::vector<int> layers;
+  for (int l = 2; l < workload.shape().layers; ++l) layers.push_back(l);
+  note = "Layers 0 and 1 excluded, as in the paper.";
+  if (layers.empty()) {
+    layers = all_layers(workload);
+    note = "The workload has " + std::to_string(workload.shape().layers) +
+           " layer(s), so none remains after excluding the first two: all layers are used.";
+  }
+  return layers;
+}
+
 }  // namespace
 
-CheckResult check_sec3_sparsity(const Workload& workload, double threshold, const InspectOptions& options) {
-  const std::vector<double> values = layer_means(workload, inspect_workload(workload, options), &HeadStatistics::sparsity);
-  CheckResult r = layer_claim(values, all_layers(workload), [threshold](double v) { return v > threshold; }, true,
-                              "sparsity", "sparsity_by_layer", "fraction of causal entries below tau times the row max",
-                              threshold);
-  r.notes += "tau = " + format_number(options.tau) + " of the row maximum; mean over the heads of each layer.";
+InspectedWorkload inspect_for_checks(const Workload& workload, const InspectOptions& options) {
+  return {&workload, options, inspect_workload(workload, options)};
+}
+
+std::vector<double> layer_means(const InspectedWorkload& inspected, double HeadStatistics::*member) {
+  const int layers = inspected.workload->shape().layers;
+  std::vector<double> sum(std::size_t(layers), 0.0), count(std::size_t(layers), 0.0);
+  for (const HeadStatistics& h : inspected.heads) {
+    sum[std::size_t(h.layer)] += h.*member;
+    count[std::size_t(h.layer)] += 1.0;
+  }
+  for (int l = 0; l < layers; ++l) sum[std::size_t(l)] /= std::max(1.0, count[std::size_t(l)]);
+  return sum;
+}
+
+CheckResult check_sec3_sparsity(const InspectedWorkload& inspected, double threshold) {
+  const std::vector<double> values = layer_means(inspected, &HeadStatistics::sparsity);
+  CheckResult r = layer_claim(values, all_layers(*inspected.workload), [threshold](double v) { return v > threshold; },
+                              true, "sparsity", "sparsity_by_layer",
+                              "fraction of causal entries below tau times the row max", threshold);
+  r.notes += "tau = " + format_number(inspected.options.tau) + " of the row maximum; mean over the heads of each layer.";
   return r;
 }
 
-CheckResult check_sec3_power_law(const Workload& workload, double min_r2, const InspectOptions& options) {
-  const std::vector<HeadStatistics> heads = inspect_workload(workload, options);
-  const std::vector<double> values = layer_means(workload, heads, &HeadStatistics::power_law_r2);
-  CheckResult r = layer_claim(values, all_layers(workload), [min_r2](double v) { return v >= min_r2; }, true,
-                              "power_law_r2", "power_law_r2_by_layer", "R^2 of the log-log fit of accumulated attention",
-                              min_r2);
-  r.measurements.push_back({"mean_exponent", mean_statistics(heads).power_law_exponent, "mean fitted power-law exponent"});
+CheckResult check_sec3_power_law(const InspectedWorkload& inspected, double min_r2) {
+  const std::vector<double> values = layer_means(inspected, &HeadStatistics::power_law_r2);
+  CheckResult r = layer_claim(values, all_layers(*inspected.workload), [min_r2](double v) { return v >= min_r2; },
+                              true, "power_law_r2", "power_law_r2_by_layer",
+                              "R^2 of the log-log fit of accumulated attention", min_r2);
+  r.measurements.push_back(
+      {"mean_exponent", mean_statistics(inspected.heads).power_law_exponent, "mean fitted power-law exponent"});
   r.notes += "Accumulated attention of the non-sink tokens, ranks 1..n/2, least squares in log-log.";
   return r;
 }
 
-CheckResult check_l2norm_correlation(const Workload& workload, const InspectOptions& options) {
+CheckResult check_l2norm_correlation(const InspectedWorkload& inspected) {
+  const Workload& workload = *inspected.workload;
   const Shape& s = workload.shape();
-  const std::vector<double> values =
-      layer_means(workload, inspect_workload(workload, options), &HeadStatistics::norm_attention_spearman);
-  std::vector<int> layers;
-  for (int l = 2; l < s.layers; ++l) layers.push_back(l);
-  std::string note = "Layers 0 and 1 excluded, as in the paper.";
-  if (layers.empty()) {
-    layers = all_layers(workload);
-    note = "The workload has " + std::to_string(s.layers) +
-           " layer(s), so none remains after excluding the first two: all layers are used.";
-  }
-  const int middle = s.tokens - options.sinks - options.recent_window;
+  const std::vector<double> values = layer_means(inspected, &HeadStatistics::norm_attention_spearman);
+  std::string note;
+  const std::vector<int> layers = layers_after_the_first_two(workload, note);
+  const int middle = s.tokens - inspected.options.sinks - inspected.options.recent_window;
   const double threshold = -2.0 / std::sqrt(double(s.q_heads) * double(std::max(1, middle - 1)));
   CheckResult r = layer_claim(values, layers, [threshold](double v) { return v < threshold; }, false, "spearman",
                               "l2norm_correlation_by_layer", "Spearman rho of key norm and mean received attention",
@@ -115,6 +125,24 @@ CheckResult check_l2norm_correlation(const Workload& workload, const InspectOpti
                               "mean over heads of layer " + std::to_string(l) + " of Spearman rho"});
   }
   r.notes += note + " The threshold is two standard errors of rho under independence, -2/sqrt(heads (m-1)).";
+  return r;
+}
+
+CheckResult check_attention_sinks(const InspectedWorkload& inspected, double threshold) {
+  const std::vector<double> values = layer_means(inspected, &HeadStatistics::first_token_mass);
+  std::string note;
+  const std::vector<int> layers = layers_after_the_first_two(*inspected.workload, note);
+  CheckResult r = layer_claim(values, layers, [threshold](double v) { return v > threshold; }, true,
+                              "first_token_mass", "first_token_mass_by_layer",
+                              "mean attention on token 0 over queries i >= 64", threshold);
+  for (int l : layers) {
+    r.measurements.push_back({"first_token_mass_layer_" + std::to_string(l), values[std::size_t(l)],
+                              "mean over heads of layer " + std::to_string(l) + " of the attention on token 0"});
+  }
+  r.measurements.push_back({"sink_head_rate", sink_head_rate(inspected.heads, inspected.options.sink_head_threshold),
+                            "share of all heads whose attention on token 0 over the last 64 queries exceeds " +
+                                format_number(inspected.options.sink_head_threshold)});
+  r.notes += note + " Queries from row min(64, n/2) on, so that early rows, which see few tokens, do not count.";
   return r;
 }
 

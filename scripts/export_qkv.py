@@ -541,16 +541,31 @@ def load_hf_model(name, dtype, device, trust_remote_code=False):
     return model.to(device).eval(), tokenizer
 
 
+def read_text_file(path):
+    """The UTF-8 text of --text-file `path`; ExportError when unreadable or not UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return stream.read()
+    except OSError as error:
+        raise ExportError(f"cannot read --text-file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ExportError(f"--text-file {path} is not UTF-8") from None
+
+
+def check_output_path(path):
+    """The absolute form of output `path`, after checking that it is not a directory and that
+    its directory exists (so that a long run does not fail at the end)."""
+    output = os.path.abspath(path)
+    if os.path.isdir(output):
+        raise ExportError(f"output {path} is a directory")
+    if not os.path.isdir(os.path.dirname(output)):
+        raise ExportError(f"output directory does not exist: {os.path.dirname(output)}")
+    return output
+
+
 def _read_text(args):
     if args.text_file is not None:
-        try:
-            with open(args.text_file, encoding="utf-8") as stream:
-                return stream.read()
-        except OSError as error:
-            raise ExportError(f"cannot read --text-file {args.text_file}: "
-                              f"{error.strerror or error}") from None
-        except UnicodeDecodeError:
-            raise ExportError(f"--text-file {args.text_file} is not UTF-8") from None
+        return read_text_file(args.text_file)
     return args.text
 
 
@@ -561,11 +576,7 @@ def run(args, loader):
     if args.max_tokens is not None and args.max_tokens < 1:
         raise ExportError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     layers = parse_layers(args.layers)
-    output = os.path.abspath(args.output)
-    if os.path.isdir(output):
-        raise ExportError(f"output {args.output} is a directory")
-    if not os.path.isdir(os.path.dirname(output)):
-        raise ExportError(f"output directory does not exist: {os.path.dirname(output)}")
+    output = check_output_path(args.output)
 
     import torch
 

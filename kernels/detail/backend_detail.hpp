@@ -32,14 +32,21 @@ Dims to_dims(const Shape& shape);
 /// Number of structure dims of the LLM-like model (core/llm_like_model.hpp kStructureDims).
 inline constexpr int kStructure = 6;
 
+/// The coefficients of one layer (core/llm_like_model.hpp LlmLikeLayerTables).
+struct LayerCoefficients {
+  double sigma = 0, rho = 0, sink_amp = 0, beta = 0, eta = 0, gamma = 0, norm_spread = 0;
+  double inv_temperature = 1, value_std = 1;
+  int sinks = 0;
+};
+
 /// Flattened generator tables (core/llm_like_model.hpp LlmLikeTables) and scalars.
 struct GeneratorTables {
   bool llm_like = true;
   std::uint64_t seed = 0;
   Dims shape;
-  int pairs = 0, token_types = 1, sinks = 0;
-  double sigma = 0, rho = 0, sink_amp = 0, beta = 0, eta = 0, gamma = 0, norm_spread = 0;
-  double inv_temperature = 1, value_std = 1;
+  int pairs = 0, token_types = 1;
+  std::vector<LayerCoefficients> layers;    ///< [layer]
+  std::vector<std::uint8_t> sink_head;      ///< [layer][q_head]: 1 iff the query has the sink term
   std::vector<std::int32_t> token_type;     ///< [token]
   std::vector<double> rope_cos, rope_sin;   ///< [token][pair]
   std::vector<double> dirs;                 ///< [layer][kv_head][u, c, p, p_perp][6]
@@ -51,8 +58,9 @@ struct GeneratorTables {
 struct GeneratorView {
   bool llm_like;
   std::uint64_t seed;
-  int q_heads, kv_heads, tokens, head_dim, pairs, token_types, sinks;
-  double sigma, rho, sink_amp, beta, eta, gamma, norm_spread, inv_temperature, value_std;
+  int q_heads, kv_heads, tokens, head_dim, pairs, token_types;
+  const LayerCoefficients* layers;
+  const std::uint8_t* sink_head;
   const std::int32_t* token_type;
   const double *rope_cos, *rope_sin, *dirs, *w, *cos_phi;
 };
@@ -70,17 +78,17 @@ SUBEVICT_HD inline ElementIndex element_index(std::uint64_t e, int heads, int to
 
 /// The content-plus-recency part of dim x of the row at `pos` (core's rotated_part, one entry):
 /// the same IEEE operations in the same order.
-SUBEVICT_HD inline double rotated_entry(const GeneratorView& t, std::uint64_t stream, int kv_index, int pos,
-                                        int x) {
+SUBEVICT_HD inline double rotated_entry(const GeneratorView& t, const LayerCoefficients& c, std::uint64_t stream,
+                                        int kv_index, int pos, int x) {
   double z0, z1;
   normal_pair(t.seed, stream, std::uint64_t(pos) * std::uint64_t(t.head_dim / 2) + std::uint64_t(x / 2), &z0, &z1);
   const int p = x / 2;
-  if (p >= t.pairs) return t.sigma * (x % 2 == 0 ? z0 : z1);
+  if (p >= t.pairs) return c.sigma * (x % 2 == 0 ? z0 : z1);
   const double cs = t.rope_cos[std::size_t(pos) * t.pairs + p];
   const double sn = t.rope_sin[std::size_t(pos) * t.pairs + p];
   const double* w = t.w + std::size_t(kv_index) * 2 * t.pairs;
   const double w0 = w[2 * p], w1 = w[2 * p + 1];
-  return x % 2 == 0 ? t.sigma * z0 + t.rho * (w0 * cs - w1 * sn) : t.sigma * z1 + t.rho * (w0 * sn + w1 * cs);
+  return x % 2 == 0 ? c.sigma * z0 + c.rho * (w0 * cs - w1 * sn) : c.sigma * z1 + c.rho * (w0 * sn + w1 * cs);
 }
 
 /// Element e of Q (core's generate_gaussian / llm_like_query_row, one entry).
@@ -89,13 +97,15 @@ SUBEVICT_HD inline float query_element(const GeneratorView& t, std::uint64_t e) 
   const std::uint64_t stream = stream_id(Stream::kQueryContent, std::uint32_t(at.layer), std::uint32_t(at.head));
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head / (t.q_heads / t.kv_heads);
-  double v = rotated_entry(t, stream, kv_index, at.token, at.x);
+  const LayerCoefficients& c = t.layers[at.layer];
+  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
-    v += t.sink_amp * d[xs] + t.eta * d[2 * kStructure + xs] - t.gamma * d[kStructure + xs];
+    const double sink = t.sink_head[std::size_t(at.layer) * t.q_heads + at.head] ? c.sink_amp : 0.0;
+    v += sink * d[xs] + c.eta * d[2 * kStructure + xs] - c.gamma * d[kStructure + xs];
   }
-  return float(v * t.inv_temperature);
+  return float(v * c.inv_temperature);
 }
 
 /// Element e of K (core's llm_like_key_row, one entry).
@@ -104,17 +114,18 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
   const std::uint64_t stream = stream_id(Stream::kKeyContent, std::uint32_t(at.layer), std::uint32_t(at.head));
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head;
-  double v = rotated_entry(t, stream, kv_index, at.token, at.x);
+  const LayerCoefficients& c = t.layers[at.layer];
+  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
-    const double sink = at.token < t.sinks ? t.sink_amp : 0.0;
+    const double sink = at.token < c.sinks ? c.sink_amp : 0.0;
     const double cos_phi = t.cos_phi[std::size_t(kv_index) * t.token_types + t.token_type[at.token]];
     const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
-    const double m = t.norm_spread * uniform(t.seed, stream_id(Stream::kKeyNormBias, std::uint32_t(at.layer),
+    const double m = c.norm_spread * uniform(t.seed, stream_id(Stream::kKeyNormBias, std::uint32_t(at.layer),
                                                                std::uint32_t(at.head)),
                                              std::uint64_t(at.token));
-    v += sink * d[xs] + t.beta * (cos_phi * d[2 * kStructure + xs] + sin_phi * d[3 * kStructure + xs]) +
+    v += sink * d[xs] + c.beta * (cos_phi * d[2 * kStructure + xs] + sin_phi * d[3 * kStructure + xs]) +
          m * d[kStructure + xs];
   }
   return float(v);
@@ -125,7 +136,7 @@ SUBEVICT_HD inline float value_element(const GeneratorView& t, std::uint64_t e) 
   const ElementIndex at = element_index(e, t.kv_heads, t.tokens, t.head_dim);
   const std::uint64_t stream = stream_id(Stream::kValue, std::uint32_t(at.layer), std::uint32_t(at.head));
   const double z = normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x);
-  return t.llm_like ? float(t.value_std * z) : float(z);
+  return t.llm_like ? float(t.layers[at.layer].value_std * z) : float(z);
 }
 
 /// Inputs of the statistics (host pointers to the workload's tensors).

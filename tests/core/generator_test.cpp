@@ -1,13 +1,19 @@
-// Tests core/generator.hpp, core/llm_like_model.hpp and core/presets.hpp.
+// Tests core/generator.hpp, core/llm_like_model.hpp, core/generator_profile.hpp and
+// core/presets.hpp.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "core/generator.hpp"
+#include "core/generator_profile.hpp"
 #include "core/input_error.hpp"
 #include "core/presets.hpp"
 #include "core/statistics.hpp"
+#include "core/workload_stats.hpp"
+#include "io_test_support.hpp"
 
 namespace subevict {
 namespace {
@@ -101,6 +107,256 @@ TEST(Presets, HaveTheRealModelShapes) {
       EXPECT_EQ(p.head_dim, 128) << p.name;
     }
   }
+}
+
+/// FNV-1a over the bytes of Q, K and V.
+std::uint64_t tensor_hash(const Workload& w) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto* data : {&w.q_data(), &w.k_data(), &w.v_data()}) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data->data());
+    for (std::size_t i = 0; i < data->size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+TEST(Generator, DefaultSpecIsBitIdenticalToTheGeneratorBeforePerLayerParameters) {
+  // Hashes recorded from the generator before layer_params and sink_head_fraction existed: the
+  // default (uniform, every head a sink head) output must never change.
+  EXPECT_EQ(tensor_hash(generate_workload(spec_from_preset("tiny-gqa", 40, 2, 7), 1)), 0x3646ee2a31176e8cull);
+  EXPECT_EQ(tensor_hash(generate_workload(spec_from_preset("llama2-7b", 64, 2, 3), 1)), 0x671e07f649dcb202ull);
+  EXPECT_EQ(tensor_hash(generate_workload(spec_from_preset("llama3-8b", 48, 1, 5), 1)), 0x7fa2081e87198c96ull);
+  // Spelling the uniform parameters out per layer changes nothing either.
+  WorkloadSpec spec = spec_from_preset("llama2-7b", 64, 2, 3);
+  spec.layer_params.assign(2, spec.llm);
+  EXPECT_EQ(tensor_hash(generate_workload(spec, 1)), 0x671e07f649dcb202ull);
+}
+
+/// A small LLM-like spec (d = 64, 128 tokens) whose layers all use `layer`.
+WorkloadSpec small_llm_spec(int layers, int q_heads, int kv_heads, const LlmLikeParams& layer) {
+  WorkloadSpec spec;
+  spec.shape = {layers, q_heads, kv_heads, 128, 64};
+  spec.layer_params.assign(std::size_t(layers), layer);
+  spec.seed = 17;
+  return spec;
+}
+
+/// One strong sink (token 0) in every head, little else.
+LlmLikeParams strong_sink() {
+  LlmLikeParams p;
+  p.sinks = 1;
+  p.sink_logit = 14;
+  p.heavy_logit = 0;
+  p.norm_logit_range = 0;
+  return p;
+}
+
+TEST(Generator, PerLayerParametersTakeEffectInTheirLayerOnly) {
+  WorkloadSpec spec = small_llm_spec(3, 4, 2, strong_sink());
+  spec.layer_params[1].sink_logit = 0;  // the middle layer has no sink, its neighbours do
+  const auto layers = per_layer_statistics(inspect_workload(generate_workload(spec)));
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_GT(layers[0].mean.first_token_mass, 0.5);
+  EXPECT_LT(layers[1].mean.first_token_mass, 0.05);
+  EXPECT_GT(layers[2].mean.first_token_mass, 0.5);
+  // Layer 2 is exactly what a workload of that layer's parameters alone generates there.
+  WorkloadSpec uniform = small_llm_spec(3, 4, 2, strong_sink());
+  const Workload a = generate_workload(spec), b = generate_workload(uniform);
+  EXPECT_TRUE(a.q(2, 3) == b.q(2, 3) && a.k(2, 1) == b.k(2, 1));
+  EXPECT_FALSE(a.k(1, 1) == b.k(1, 1));
+}
+
+TEST(Generator, SinkHeadFractionSetsTheShareOfHeadsThatAttendToTheSinks) {
+  for (const auto& [fraction, low, high] : {std::tuple{0.0, 0.0, 0.0}, {1.0, 1.0, 1.0}, {0.5, 0.35, 0.65}}) {
+    SCOPED_TRACE(fraction);
+    LlmLikeParams p = strong_sink();
+    p.sink_head_fraction = fraction;
+    const WorkloadSpec spec = small_llm_spec(4, 32, 8, p);
+    const double rate = sink_head_rate(inspect_workload(generate_workload(spec)));
+    EXPECT_GE(rate, low);
+    EXPECT_LE(rate, high);
+  }
+}
+
+TEST(Generator, RecordsPerLayerParametersInTheMetadata) {
+  WorkloadSpec spec = small_llm_spec(3, 4, 2, strong_sink());
+  spec.layer_params[1].sink_head_fraction = 0.5;
+  spec.profile = "test-profile";
+  const Workload w = generate_workload(spec);
+  EXPECT_EQ(w.metadata.at("profile"), "test-profile");
+  EXPECT_EQ(w.metadata.at("llm.sink_logit"), "14");
+  EXPECT_EQ(w.metadata.count("llm.sink_head_fraction"), 0u);
+  const auto per_layer = nlohmann::json::parse(w.metadata.at("llm.per_layer"));
+  EXPECT_EQ(per_layer, nlohmann::json::parse(R"({"sink_head_fraction": [1.0, 0.5, 1.0]})"));
+  EXPECT_EQ(generate_workload(spec_from_preset("tiny", 16, 1, 0)).metadata.count("llm.per_layer"), 0u);
+}
+
+TEST(Generator, RejectsLayerParametersThatDoNotFitTheSpec) {
+  auto expect_error = [](const WorkloadSpec& spec, const std::string& needle) {
+    try {
+      generate_workload(spec);
+      FAIL() << "expected an InputError naming " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  WorkloadSpec spec = small_llm_spec(3, 4, 2, strong_sink());
+  spec.layer_params.pop_back();
+  expect_error(spec, "one entry per layer (3)");
+  spec = small_llm_spec(3, 4, 2, strong_sink());
+  spec.layer_params[2].rope_base = 500000;
+  expect_error(spec, "layer 2 rope_base");
+  spec.layer_params[2] = strong_sink();
+  spec.layer_params[1].sink_head_fraction = 1.5;
+  expect_error(spec, "layer 1");
+  expect_error(spec, "sink_head_fraction");
+}
+
+GeneratorProfile small_profile() {
+  GeneratorProfile profile;
+  profile.name = "small \"test\"";
+  profile.shape = {3, 4, 2, 1, 16};
+  profile.score_scale = 0.3;
+  profile.layers.assign(3, strong_sink());
+  profile.layers[0].sink_head_fraction = 0;
+  profile.layers[1].content_logit_std = 0.7;
+  profile.layers[2].sinks = 2;
+  for (LlmLikeParams& p : profile.layers) p.rope_base = 250000;
+  return profile;
+}
+
+TEST(Profile, RoundTripsThroughItsFileBitForBit) {
+  testing::ScratchDir dir;
+  for (const GeneratorProfile& profile : {small_profile(), *preset_profile("llama2-7b")}) {
+    const std::string path = dir.unique(".toml");
+    write_profile(path, profile);
+    const GeneratorProfile back = read_profile(path);
+    EXPECT_EQ(back, profile);
+    const WorkloadSpec a = spec_from_profile(profile, 24, 3, 9), b = spec_from_profile(back, 24, 3, 9);
+    EXPECT_EQ(a.layer_params, b.layer_params);
+    EXPECT_TRUE(bit_identical(generate_workload(a), generate_workload(b)));
+  }
+  const Workload w = generate_workload(spec_from_profile(small_profile(), 24, 0, 9));
+  EXPECT_EQ(w.score_scale(), 0.3);
+  EXPECT_EQ(w.metadata.at("profile"), "small \"test\"");
+}
+
+TEST(Profile, ReadsDefaultsAndLayerOverrides) {
+  testing::ScratchDir dir;
+  const std::string path = dir.path("p.toml");
+  testing::write_bytes(path, testing::to_bytes(R"(format = "subevict.profile.v1"
+[shape]
+layers = 2
+q_heads = 4
+kv_heads = 2
+head_dim = 16
+[defaults]
+rope_base = 500000
+sinks = 1
+[[layers]]
+sink_head_fraction = 0.0
+[[layers]]
+content_logit_std = 2
+)"));
+  const GeneratorProfile p = read_profile(path);
+  EXPECT_EQ(p.name, "");
+  EXPECT_EQ(p.score_scale, 0.0);
+  ASSERT_EQ(p.layers.size(), 2u);
+  EXPECT_EQ(p.layers[0].sink_head_fraction, 0.0);
+  EXPECT_EQ(p.layers[1].sink_head_fraction, 1.0);
+  EXPECT_EQ(p.layers[1].content_logit_std, 2.0);
+  EXPECT_EQ(p.layers[0].content_logit_std, LlmLikeParams().content_logit_std);
+  for (const LlmLikeParams& l : p.layers) EXPECT_TRUE(l.rope_base == 500000 && l.sinks == 1);
+}
+
+TEST(Profile, RejectsMalformedFilesNamingTheKey) {
+  testing::ScratchDir dir;
+  const std::string head = "format = \"subevict.profile.v1\"\n[shape]\nlayers = 2\nq_heads = 4\nkv_heads = 2\nhead_dim = 16\n";
+  const std::string two = "[[layers]]\n[[layers]]\n";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {head + "[[layers]]\n[[layers]]\nsink_logit_typo = 3\n", {"[[layers]] #1 unknown key 'sink_logit_typo'", "sink_logit"}},
+      {head + "[defaults]\nsinks = 1.5\n" + two, {"[defaults] sinks", "an integer"}},
+      {head + "[[layers]]\nsink_logit = \"high\"\n[[layers]]\n", {"[[layers]] #0 sink_logit", "a finite number"}},
+      {head + "[[layers]]\ntemperature = nan\n[[layers]]\n", {"[[layers]] #0 temperature", "a finite number"}},
+      {head + "[[layers]]\n", {"[[layers]]", "2 tables", "got 1"}},
+      {head + two + "[[layers]]\n", {"[[layers]]", "got 3"}},
+      {head + "[[layers]]\nrope_base = 1000\n[[layers]]\n", {"rope_base", "layer 0"}},
+      {head + "[[layers]]\nsink_head_fraction = 2\n[[layers]]\n", {"sink_head_fraction", "[0, 1]"}},
+      {"format = \"subevict.profile.v0\"\n" + head.substr(head.find('[')) + two, {"format", "subevict.profile.v1"}},
+      {head + "extra = 1\n" + two, {"[shape] unknown key 'extra'"}},
+      {head.substr(0, head.find("head_dim")) + two, {"[shape] head_dim", "required"}},
+      {head + "[defaults\n", {"TOML at line 7"}},
+      {"format = \"subevict.profile.v1\"\n" + two, {"[shape]", "required"}},
+  };
+  for (const auto& [text, needles] : cases) {
+    const std::string path = dir.unique(".toml");
+    testing::write_bytes(path, testing::to_bytes(text));
+    try {
+      (void)read_profile(path);
+      ADD_FAILURE() << "accepted:\n" << text;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(path, 0), 0u) << what;  // the message starts with the file
+      for (const std::string& needle : needles) EXPECT_NE(what.find(needle), std::string::npos) << what;
+    }
+  }
+  EXPECT_THROW((void)read_profile(dir.path("missing.toml")), InputError);
+}
+
+/// Statistics of all 32 layers of preset `name` with its profile, 512 tokens, seed 1, on the first 8
+/// query heads of each layer (generated as an 8-query-head model with the KV heads scaled alike,
+/// which leaves those heads' tensors bit-identical to the full model's). Computed once per preset.
+const std::vector<HeadStatistics>& preset_statistics(const std::string& name) {
+  static std::map<std::string, std::vector<HeadStatistics>> cache;
+  if (!cache.count(name)) {
+    WorkloadSpec spec = spec_from_preset(name, 512, 0, 1, PresetParams::kProfile);
+    EXPECT_EQ(spec.shape.layers, 32);
+    spec.shape.kv_heads = spec.shape.kv_heads * 8 / spec.shape.q_heads;
+    spec.shape.q_heads = 8;
+    cache[name] = inspect_workload(generate_workload(spec));
+  }
+  return cache[name];
+}
+
+TEST(Presets, Llama2ProfileHasDenseEarlyLayersAndSinksInTheDeepOnes) {
+  const auto layers = per_layer_statistics(preset_statistics("llama2-7b"));
+  ASSERT_EQ(layers.size(), 32u);
+  double mass = 0, rate = 0, sparsity = 0;
+  for (int l = 0; l < 32; ++l) {
+    SCOPED_TRACE(l);
+    if (l < 2) {
+      EXPECT_LT(layers[l].mean.sparsity, 0.6);
+      EXPECT_LT(layers[l].mean.first_token_mass, 0.05);
+    } else {
+      mass += layers[l].mean.first_token_mass / 30;
+      rate += layers[l].sink_head_rate / 30;
+      sparsity += layers[l].mean.sparsity / 30;
+    }
+  }
+  EXPECT_GT(mass, 0.5);
+  EXPECT_GE(rate, 0.9);
+  EXPECT_GT(sparsity, 0.95);
+}
+
+TEST(Presets, ProfilesMatchThePublishedSinkHeadRates) {
+  for (const auto& [name, published] : {std::pair{"llama2-7b", 0.925}, {"llama3-8b", 0.990}, {"mistral-7b", 0.975}}) {
+    SCOPED_TRACE(name);
+    EXPECT_NEAR(sink_head_rate(preset_statistics(name)), published, 0.03);
+  }
+}
+
+TEST(Presets, OnlyTheRealLlamaFamilyPresetsHaveProfiles) {
+  for (const Preset& p : presets()) {
+    const bool has = p.name == "llama2-7b" || p.name == "llama3-8b" || p.name == "mistral-7b";
+    EXPECT_EQ(preset_profile(p.name).has_value(), has) << p.name;
+    if (!has) {
+      EXPECT_TRUE(spec_from_preset(p.name, 8, 1, 0, PresetParams::kProfile).layer_params.empty()) << p.name;
+    }
+  }
+  const WorkloadSpec spec = spec_from_preset("llama3-8b", 16, 2, 0, PresetParams::kProfile);
+  EXPECT_EQ(spec.layer_params.size(), 2u);
+  EXPECT_EQ(spec.preset, "llama3-8b");
+  EXPECT_EQ(spec.profile, "llama3-8b");
+  EXPECT_EQ(spec.layer_llm(1).rope_base, 500000.0);
 }
 
 }  // namespace

@@ -112,6 +112,27 @@ TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
   gaussian.kind = GeneratorKind::kGaussian;
   gaussian.shape.head_dim = 5;  // odd: a pair straddles two rows
   specs.push_back(gaussian);
+  // Per-layer parameters: a preset profile (layer 0 of mistral-7b has 20% sink heads), and every
+  // per-layer coefficient varied with fractional sink heads and a declared score scale.
+  specs.push_back(spec_from_preset("mistral-7b", 9, 2, 4, PresetParams::kProfile));
+  WorkloadSpec varied = small_spec("tiny-gqa", 21, 3, 13);
+  varied.shape.head_dim = 16;
+  varied.score_scale = 0.2;
+  varied.layer_params.assign(3, varied.llm);
+  for (int l = 0; l < 3; ++l) {
+    LlmLikeParams& p = varied.layer_params[std::size_t(l)];
+    p.content_logit_std = 0.5 + l;
+    p.sinks = l + 1;
+    p.sink_logit = 3.0 * l;
+    p.sink_head_fraction = 0.5;
+    p.heavy_logit = 0.4 * l;
+    p.norm_logit_range = 1.0 + l;
+    p.norm_spread = 10.0 + l;
+    p.recency_logit = 2.0 - l / 2.0;
+    p.temperature = 1.0 + l / 4.0;
+    p.value_std = 0.5 * (l + 1);
+  }
+  specs.push_back(varied);
   for (const WorkloadSpec& spec : specs) {
     SCOPED_TRACE(to_string(spec.shape));
     const Workload expected = subevict::generate_workload(spec, 1);

@@ -1,0 +1,115 @@
+// `subevict workload fit`: per-layer generator parameters fitted to a real workload (a twin).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/json_output.hpp"
+#include "core/generator_profile.hpp"
+#include "core/input_error.hpp"
+#include "core/number_text.hpp"
+#include "core/profile_fit.hpp"
+#include "core/progress.hpp"
+#include "core/workload_io.hpp"
+
+namespace subevict::cli {
+namespace {
+
+struct FitArgs {
+  std::string input, output, json, name;
+  FitOptions options;
+  bool rope_base_set = false;
+  bool quiet = false;
+};
+
+/// The RoPE base the workload records (exporters write "rope_base"), or `fallback`.
+double recorded_rope_base(const Workload& w, double fallback) {
+  for (const char* key : {"rope_base", "rope_theta", "llm.rope_base"}) {
+    const auto it = w.metadata.find(key);
+    if (it == w.metadata.end()) continue;
+    try {
+      return std::stod(it->second);
+    } catch (const std::exception&) {
+      throw InputError("workload metadata", key, "a number", "'" + it->second + "'");
+    }
+  }
+  return fallback;
+}
+
+/// Per layer: real | twin of each fitted statistic, '*' after a pair further apart than its
+/// tolerance; then the number of layers within every tolerance.
+void print_fit(const ProfileFit& fit) {
+  std::printf("%5s", "layer");
+  for (const FitStatistic& s : fit_statistics()) std::printf(" %23s", s.name);
+  std::printf(" %8s %5s\n", "error", "evals");
+  int matched = 0;
+  for (const LayerFit& l : fit.layers) {
+    std::printf("%5d", l.layer);
+    for (const FitStatistic& s : fit_statistics()) {
+      const double real = l.target.mean.*s.member, twin = l.fitted.mean.*s.member;
+      std::printf("   %9.4f | %9.4f%s", real, twin, std::abs(real - twin) > s.tolerance ? "*" : " ");
+    }
+    std::printf(" %8.3f %5d\n", l.error, l.evaluations);
+    matched += l.error <= 1.0 ? 1 : 0;
+  }
+  std::printf("real | twin per statistic; tolerances");
+  for (const FitStatistic& s : fit_statistics()) std::printf(" %s %s", s.name, significant_digits(s.tolerance, 3).c_str());
+  std::printf("; '*' outside it. %d of %zu layers within every tolerance.\n", matched, fit.layers.size());
+}
+
+nlohmann::json fit_json(const FitArgs& args, const ProfileFit& fit) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerFit& l : fit.layers) {
+    nlohmann::json row = {{"layer", l.layer}, {"error", l.error}, {"evaluations", l.evaluations},
+                          {"real_sink_head_rate", l.target.sink_head_rate},
+                          {"twin_sink_head_rate", l.fitted.sink_head_rate}};
+    for (const FitStatistic& s : fit_statistics()) {
+      row[s.name] = {{"real", l.target.mean.*s.member}, {"twin", l.fitted.mean.*s.member}, {"tolerance", s.tolerance}};
+    }
+    layers.push_back(row);
+  }
+  return {{"input", args.input}, {"profile", args.output}, {"seed", args.options.seed},
+          {"tokens", args.options.tokens}, {"layers", layers}};
+}
+
+}  // namespace
+
+void add_workload_fit(CLI::App& workload) {
+  auto args = std::make_shared<FitArgs>();
+  CLI::App* cmd = workload.add_subcommand(
+      "fit", "Fit the generator's per-layer parameters to a real workload's per-layer statistics and write the "
+             "profile of its synthetic twin (generate it with `workload generate --profile`)");
+  cmd->add_option("file", args->input, "Real workload: FILE.safetensors or a directory with q/k/v.npy")->required();
+  cmd->add_option("-o,--output", args->output, "The profile to write (TOML)")->required();
+  cmd->add_option("--json", args->json, "Also write the fit quality per layer and statistic as JSON");
+  cmd->add_option("--name", args->name, "Name recorded in the profile (default: the input's file name)");
+  cmd->add_option("--seed", args->options.seed, "Seed the twin is fitted for")->capture_default_str();
+  cmd->add_option("--evaluations", args->options.max_evaluations, "Generated copies measured per layer")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--tokens", args->options.tokens, "Tokens of the generated copies (0: the input's)")
+      ->capture_default_str();
+  cmd->add_option("--rope-base", args->options.rope_base, "RoPE base of the twin (default: the input's metadata, "
+                                                          "else 10000)")
+      ->each([args](const std::string&) { args->rope_base_set = true; });
+  cmd->add_option("--threads", args->options.threads, "Layers fitted in parallel (0: all cores)");
+  cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
+  cmd->callback([args]() {
+    require_output_directory(args->output, "--output");
+    require_output_directory(args->json, "--json");
+    const Workload real = read_workload(args->input);
+    FitOptions options = args->options;
+    if (!args->rope_base_set) options.rope_base = recorded_rope_base(real, options.rope_base);
+    Progress progress("fit", real.shape().layers, "layers", args->quiet);
+    options.progress = [&progress](int, int) { progress.advance(); };
+    const std::string name = args->name.empty() ? "twin of " + args->input : args->name;
+    const ProfileFit fit = fit_profile(real, name, options);
+    write_profile(args->output, fit.profile);
+    print_fit(fit);
+    if (!args->json.empty()) write_json(args->json, fit_json(*args, fit));
+    std::cout << "wrote " << args->output << " (" << fit.layers.size() << " layers, seed " << options.seed
+              << ", RoPE base " << significant_digits(options.rope_base, 6) << ")\n";
+  });
+}
+
+}  // namespace subevict::cli
