@@ -100,6 +100,9 @@ void add_workload_fit(CLI::App& workload) {
     const Workload real = read_workload(args->input);
     FitOptions options = args->options;
     if (!args->rope_base_set) options.rope_base = recorded_rope_base(real, options.rope_base);
+    Progress measuring("fit: measuring the real workload", (long long)real.shape().layers * real.shape().q_heads,
+                       "heads", args->quiet);
+    options.inspect.progress = [&measuring](int, int) { measuring.advance(); };
     Progress progress("fit", real.shape().layers, "layers", args->quiet);
     options.progress = [&progress](int, int) { progress.advance(); };
     const std::string name = args->name.empty() ? "twin of " + args->input : args->name;

@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include <Eigen/Dense>
+
 #include "core/counter_rng.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
@@ -29,14 +31,12 @@ const std::array<Knob, kKnobs>& knobs() {
       {&LlmLikeParams::content_logit_std, 0.1, 1.0, 0.02, 8.0},
       {&LlmLikeParams::sink_logit, 0.1, 4.0, 0.0, 25.0},
       {&LlmLikeParams::heavy_logit, 0.1, 1.0, 0.0, 5.0},
-      {&LlmLikeParams::recency_logit, 0.04, 3.0, 0.0, 12.0},
+      {&LlmLikeParams::recency_logit, 0.04, 4.0, 0.0, 30.0},
       {&LlmLikeParams::norm_logit_range, -0.08, 3.0, 0.0, 12.0},
   }};
   return all;
 }
 
-/// Slopes flatter than this (or of the wrong sign) are not trusted: the default slope is used.
-constexpr double kMinSlopeShare = 0.1;
 /// A layer whose every statistic is within this share of its tolerance stops early.
 constexpr double kGoodEnough = 0.25;
 /// Below this first-token mass and with no sink head, the layer gets no sink at all.
@@ -94,6 +94,34 @@ double scaled_gap(const LayerStatistics& a, const LayerStatistics& b, int k) {
   return std::abs(a.mean.*s.member - b.mean.*s.member) / s.tolerance;
 }
 
+/// The fitted parameters as a vector (knobs() order), and back.
+Eigen::VectorXd knob_values(const LlmLikeParams& p) {
+  Eigen::VectorXd x(kKnobs);
+  for (int k = 0; k < kKnobs; ++k) x[k] = p.*knobs()[std::size_t(k)].field;
+  return x;
+}
+
+LlmLikeParams with_knobs(LlmLikeParams p, const Eigen::VectorXd& x) {
+  for (int k = 0; k < kKnobs; ++k) p.*knobs()[std::size_t(k)].field = x[k];
+  return p;
+}
+
+/// (target - measured) / tolerance per fitted statistic: the residual the fit drives to 0.
+Eigen::VectorXd scaled_residual(const LayerStatistics& measured, const LayerStatistics& target) {
+  Eigen::VectorXd r(kKnobs);
+  for (int k = 0; k < kKnobs; ++k) {
+    const FitStatistic& s = fit_statistics()[std::size_t(k)];
+    r[k] = (target.mean.*s.member - measured.mean.*s.member) / s.tolerance;
+  }
+  return r;
+}
+
+/// Broyden's method on the scaled residual: J approximates d(residual scale)/d(knobs), starts
+/// diagonal from the knobs' default slopes and takes a rank-one secant update after every
+/// measurement, so the couplings (content spread also moves the top share, the sink also moves
+/// sparsity, ...) are learned. Each step solves J dx = r at the best point so far, shrinks dx
+/// uniformly to the knobs' largest steps and clamps to their bounds. Knobs not fitted (the sink
+/// of a sink-free layer) stay fixed.
 LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, double score_scale,
                    const FitOptions& options) {
   WorkloadSpec spec;
@@ -101,45 +129,65 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
   spec.shape.layers = target.layer + 1;
   spec.seed = options.seed;
   spec.score_scale = score_scale;
-  LlmLikeParams params = initial_params(target, spec.shape, options);
-  const bool fit_sink = params.sink_head_fraction > 0;
+  const LlmLikeParams start = initial_params(target, spec.shape, options);
+  std::array<bool, kKnobs> free{};
+  for (int k = 0; k < kKnobs; ++k) free[std::size_t(k)] = k != 1 || start.sink_head_fraction > 0;
 
+  Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(kKnobs, kKnobs);
+  for (int k = 0; k < kKnobs; ++k) {
+    jacobian(k, k) = knobs()[std::size_t(k)].default_slope / fit_statistics()[std::size_t(k)].tolerance;
+  }
   LayerFit best;
   best.layer = target.layer;
   best.target = target;
   best.error = std::numeric_limits<double>::infinity();
-  std::array<double, kKnobs> previous_x{}, previous_s{};
-  bool have_previous = false;
+  Eigen::VectorXd x = knob_values(start), best_x = x, best_residual, previous_x, previous_residual;
   for (int evaluation = 1; evaluation <= options.max_evaluations; ++evaluation) {
-    spec.layer_params.assign(std::size_t(spec.shape.layers), params);
-    const LayerStatistics fitted = measure_generated_layer(spec, target.layer, options.inspect);
-    const double error = fit_error(fitted, target);
+    spec.layer_params.assign(std::size_t(spec.shape.layers), with_knobs(start, x));
+    const LayerStatistics measured = measure_generated_layer(spec, target.layer, options.inspect);
+    const Eigen::VectorXd residual = scaled_residual(measured, target);
+    if (evaluation > 1) {  // Broyden: J += (d_measured - J dx) dx^T / |dx|^2, d_measured = -d_residual
+      const Eigen::VectorXd dx = x - previous_x;
+      if (dx.squaredNorm() > 1e-18) {
+        jacobian += ((previous_residual - residual) - jacobian * dx) * dx.transpose() / dx.squaredNorm();
+      }
+    }
+    previous_x = x;
+    previous_residual = residual;
+    const double error = fit_error(measured, target);
     if (error < best.error) {
-      best.params = params;
-      best.fitted = fitted;
+      best.params = with_knobs(start, x);
+      best.fitted = measured;
       best.error = error;
+      best_x = x;
+      best_residual = residual;
     }
     best.evaluations = evaluation;
     if (best.error <= kGoodEnough) break;
-    // Damped diagonal secant: each parameter moves by its own statistic's gap over its slope.
-    LlmLikeParams next = params;
+    // Solve J dx = -(-r) on the free knobs: the measured statistics move by J dx, the residual by -J dx.
+    std::vector<int> active;
     for (int k = 0; k < kKnobs; ++k) {
-      const Knob& knob = knobs()[std::size_t(k)];
-      if (k == 1 && !fit_sink) continue;
-      const FitStatistic& stat = fit_statistics()[std::size_t(k)];
-      const double x = params.*knob.field, s = fitted.mean.*stat.member;
-      double slope = knob.default_slope;
-      if (have_previous && std::abs(x - previous_x[std::size_t(k)]) > 1e-9) {
-        const double secant = (s - previous_s[std::size_t(k)]) / (x - previous_x[std::size_t(k)]);
-        if (secant * knob.default_slope > kMinSlopeShare * knob.default_slope * knob.default_slope) slope = secant;
-      }
-      const double step = std::clamp((target.mean.*stat.member - s) / slope, -knob.max_step, knob.max_step);
-      next.*knob.field = std::clamp(x + step, knob.lower, knob.upper);
-      previous_x[std::size_t(k)] = x;
-      previous_s[std::size_t(k)] = s;
+      if (free[std::size_t(k)]) active.push_back(k);
     }
-    have_previous = true;
-    params = next;
+    Eigen::MatrixXd j(active.size(), active.size());
+    Eigen::VectorXd r(active.size());
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      r[Eigen::Index(a)] = best_residual[active[a]];
+      for (std::size_t b = 0; b < active.size(); ++b) j(Eigen::Index(a), Eigen::Index(b)) = jacobian(active[a], active[b]);
+    }
+    Eigen::VectorXd step = j.colPivHouseholderQr().solve(r);
+    if (!step.allFinite()) step = Eigen::VectorXd::Zero(Eigen::Index(active.size()));
+    double shrink = 1;
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      const double limit = knobs()[std::size_t(active[a])].max_step;
+      if (std::abs(step[Eigen::Index(a)]) > limit) shrink = std::min(shrink, limit / std::abs(step[Eigen::Index(a)]));
+    }
+    x = best_x;
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      const Knob& knob = knobs()[std::size_t(active[a])];
+      x[active[a]] = std::clamp(best_x[active[a]] + shrink * step[Eigen::Index(a)], knob.lower, knob.upper);
+    }
+    if ((x - best_x).squaredNorm() < 1e-18) break;  // pinned at the bounds: nothing left to try
   }
   return best;
 }
@@ -177,9 +225,8 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
   if (s.head_dim % 2 != 0 || s.head_dim < 8) {
     throw InputError("workload fit", "head_dim", "an even number >= 8 (the generator's)", std::to_string(s.head_dim));
   }
-  InspectOptions inspect = options.inspect;
+  InspectOptions inspect = options.inspect;  // its progress reports the real workload's measurement
   inspect.threads = options.threads;
-  inspect.progress = nullptr;
   const std::vector<LayerStatistics> targets = per_layer_statistics(inspect_workload(real, inspect),
                                                                     inspect.sink_head_threshold);
   Shape twin_shape = s;

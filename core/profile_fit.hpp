@@ -13,7 +13,7 @@
 ///   recent_mass              <- recency_logit (RoPE recency), window FitOptions::inspect
 ///   norm_attention_spearman  <- norm_logit_range (low-norm keys attract attention; a positive
 ///                               correlation cannot be produced, the fit then stops at 0)
-/// by a damped diagonal secant iteration on generated copies of the layer, generated with the
+/// by Broyden's method (a secant Jacobian of all five) on generated copies of the layer, generated with the
 /// layer's own random streams, so the twin's layer l is the workload the fit measured.
 
 #include <cstdint>
@@ -46,6 +46,8 @@ struct FitOptions {
   int max_evaluations = 14;    ///< generated copies measured per layer (>= 1)
   double rope_base = 10000.0;  ///< RoPE base of the twin (the model's own where known)
   int tokens = 0;              ///< tokens of the generated copies (0: the real workload's)
+  /// How statistics are measured; its `progress`, if set, reports the measurement of the real
+  /// workload (heads), before the layers are fitted.
   InspectOptions inspect = [] {
     InspectOptions o;
     o.recent_window = 64;

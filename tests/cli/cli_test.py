@@ -147,6 +147,57 @@ class CliTest(unittest.TestCase):
         self.assert_one_line_error(run("workload", "inspect", self.path("missing.safetensors")),
                                    "missing.safetensors")
 
+    def test_fit_writes_a_profile_whose_twin_matches_the_printed_fit(self):
+        real = self.path("real.safetensors")
+        r = run("workload", "generate", "--preset", "tiny-gqa", "--tokens", "160", "--layers", "2",
+                "--seed", "5", "--sink-logit", "9", "--sinks", "1", "-o", real)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        profile, fit_json = self.path("twin.toml"), self.path("fit.json")
+        r = run("workload", "fit", real, "-o", profile, "--json", fit_json, "--seed", "3",
+                "--evaluations", "6", "--name", "tiny twin")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 layers", r.stdout)
+        # Not a terminal: one progress line per fitted layer, with elapsed time and ETA.
+        measuring = [l for l in r.stderr.splitlines() if l.startswith("fit: measuring")]
+        self.assertEqual(len(measuring), 8, r.stderr)  # 2 layers x 4 query heads
+        progress = [l for l in r.stderr.splitlines() if l.startswith("fit: ") and l not in measuring]
+        self.assertEqual(len(progress), 2, r.stderr)
+        self.assertIn("2/2 layers", progress[-1])
+        self.assertIn("elapsed", progress[-1])
+        with open(fit_json) as f:
+            fit = json.load(f)
+        self.assertEqual([l["layer"] for l in fit["layers"]], [0, 1])
+        with open(profile) as f:
+            text = f.read()
+        self.assertIn('format = "subevict.profile.v1"', text)
+        self.assertIn('name = "tiny twin"', text)
+        twin = self.path("twin.safetensors")
+        r = run("workload", "generate", "--profile", profile, "--tokens", "160", "--seed", "3",
+                "-o", twin)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = self.path("twin.json")
+        r = run("workload", "inspect", twin, "--json", out, "--recent-window", "64", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")  # --quiet: no progress
+        with open(out) as f:
+            measured = json.load(f)
+        for layer, row in zip(fit["layers"], measured["layers"]):
+            for name in ("sparsity", "first_token_mass", "received_top_share", "recent_mass",
+                         "norm_attention_spearman"):
+                self.assertAlmostEqual(layer[name]["twin"], row["mean"][name], places=12,
+                                       msg=f"layer {layer['layer']} {name}")
+
+    def test_fit_rejects_bad_input_before_any_work(self):
+        real = self.path("real.safetensors")
+        self.generate(real)
+        self.assert_one_line_error(
+            run("workload", "fit", real, "-o", self.path("no/such/dir/t.toml")), "no/such/dir")
+        self.assert_one_line_error(run("workload", "fit", real, "-o", self.path("t.toml")),
+                                   "tokens", "64")  # 64 tokens: too few for the 64-key window
+        self.assertFalse(os.path.exists(self.path("t.toml")))
+        self.assert_one_line_error(run("workload", "fit", self.path("missing.safetensors"), "-o",
+                                       self.path("t.toml")), "missing.safetensors")
+
     def test_unwritable_outputs_leave_no_file(self):
         target = self.path("no/such/dir/w.safetensors")
         self.assert_one_line_error(run("workload", "generate", "--preset", "tiny", "-o", target),

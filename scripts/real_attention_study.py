@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""The real-attention eviction study of docs/real_attention.md, end to end.
+
+Steps (each cached in OUT/ and skipped when its output exists, so a rerun resumes):
+  1. the real workload: SmolLM2-135M on the first TOKENS tokens of Debian's GPL-3 text
+     (scripts/real_workload), and the same model on a held-out text (GFDL-1.3) the twin is not
+     fit to (scripts/export_gguf.py);
+  2. the twin: `subevict workload fit` on the GPL-3 workload, then `workload generate --profile`;
+     and the generator's llama2-7b preset (per-layer profile) at the same length, 32 layers;
+  3. per-layer statistics of all four (`workload inspect --recent-window 64`);
+  4. eviction: `subevict simulate --optimum flow` on the real workload and on the twin, every
+     layer and KV head, budgets 5%, 10%, 20%, 50%, policies h2o, tova, streamingllm, local,
+     l2norm, snapkv, random;
+  5. tables (Markdown, stdout and OUT/tables.md), CSV and gnuplot figures (OUT/*.png, *.svg).
+
+Usage (from the repository root, after scripts/build):
+    /usr/bin/python3 scripts/real_attention_study.py [--out build/study] [--tokens 2048]
+        [--threads 2] [--seed 0]
+Progress of the long steps comes from subevict on stderr.
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUBEVICT = os.path.join(ROOT, "build", "bin", "subevict")
+HELD_OUT_TEXT = "/usr/share/common-licenses/GFDL-1.3"
+BUDGETS = ("0.05", "0.1", "0.2", "0.5")
+POLICIES = ("h2o", "tova", "streamingllm", "local", "l2norm", "snapkv", "random")
+# The policies and budgets whose transfer from real to twin the acceptance measures.
+TRANSFER_POLICIES = ("h2o", "tova", "streamingllm", "local", "l2norm")
+TRANSFER_BUDGETS = ("0.1", "0.2")
+STATISTICS = (("sparsity", "sparsity", 0.03), ("first_token_mass", "first-token mass", 0.08),
+              ("received_top_share", "top-10% share", 0.08),
+              ("recent_mass", "mass on the 64 most recent", 0.08),
+              ("norm_attention_spearman", "Spearman(key norm, received)", 0.15))
+
+
+def log(message):
+    print(f"study: {message}", file=sys.stderr, flush=True)
+
+
+def run(*args, stdout=None):
+    log(" ".join(args))
+    return subprocess.run(args, check=True, stdout=stdout, text=True)
+
+
+def cached(path, make):
+    if not os.path.exists(path):
+        make()
+    return path
+
+
+def workloads(out, tokens, seed):
+    """Paths of the real, held-out, twin and preset workloads and of the twin's profile."""
+    real = subprocess.run([os.path.join(ROOT, "scripts", "real_workload"), "--tokens", str(tokens)],
+                          check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+    gguf = subprocess.run([os.path.join(ROOT, "scripts", "setup_model")], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip()
+    held_out = cached(os.path.join(out, "held_out.safetensors"), lambda: run(
+        os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "scripts", "export_gguf.py"),
+        "--gguf", gguf, "--text-file", HELD_OUT_TEXT, "--tokens", str(tokens),
+        "-o", os.path.join(out, "held_out.safetensors")))
+    profile = cached(os.path.join(out, "twin.toml"), lambda: run(
+        SUBEVICT, "workload", "fit", real, "-o", os.path.join(out, "twin.toml"), "--seed", str(seed),
+        "--json", os.path.join(out, "fit.json"), "--name", "SmolLM2-135M twin (GPL-3 text)"))
+    twin = cached(os.path.join(out, "twin.safetensors"), lambda: run(
+        SUBEVICT, "workload", "generate", "--profile", profile, "--tokens", str(tokens), "--seed",
+        str(seed), "-o", os.path.join(out, "twin.safetensors")))
+    preset = cached(os.path.join(out, "preset.safetensors"), lambda: run(
+        SUBEVICT, "workload", "generate", "--preset", "llama2-7b", "--layers", "0", "--tokens",
+        str(tokens), "--seed", str(seed), "-o", os.path.join(out, "preset.safetensors")))
+    return {"real": real, "held_out": held_out, "twin": twin, "preset": preset}, profile
+
+
+def inspect(out, name, path):
+    report = os.path.join(out, f"inspect_{name}.json")
+    cached(report, lambda: run(SUBEVICT, "workload", "inspect", path, "--recent-window", "64",
+                               "--json", report, stdout=subprocess.DEVNULL))
+    with open(report) as stream:
+        doc = json.load(stream)
+    return {row["layer"]: dict(row["mean"], sink_head_rate=row["sink_head_rate"])
+            for row in doc["layers"]}
+
+
+def simulate(out, name, path, threads, seed):
+    directory = os.path.join(out, f"simulate_{name}")
+    cached(os.path.join(directory, "summary.csv"), lambda: run(
+        SUBEVICT, "simulate", "--workload", path, "--layers", "0", "--budget", BUDGETS[0],
+        "--budgets", ",".join(BUDGETS[1:]), "--policies", ",".join(POLICIES), "--optimum", "flow",
+        "--threads", str(threads), "--seed", str(seed), "--no-plots", "-o", directory,
+        stdout=subprocess.DEVNULL))
+    ratios = {}  # (policy, budget, layer) -> [policy / OPT per KV head]
+    with open(os.path.join(directory, "summary.csv")) as stream:
+        for row in csv.DictReader(stream):
+            key = (row["policy"], f"{float(row['budget']):g}", int(row["layer"]))
+            ratios.setdefault(key, []).append(float(row["total_retained_mass"]) /
+                                              float(row["optimum_total"]))
+    return {key: statistics.fmean(values) for key, values in ratios.items()}
+
+
+def fmt(value):
+    return f"{value:.3f}"
+
+
+def statistics_table(stats, names):
+    """Per layer: each statistic for each workload in `names`."""
+    layers = sorted(stats["real"])
+    header = "| layer | " + " | ".join(f"{label} ({', '.join(names)})" for _, label, _ in STATISTICS)
+    lines = [header + " | sink-head rate (" + ", ".join(names) + ") |",
+             "|---" * (len(STATISTICS) + 2) + "|"]
+    for layer in layers:
+        cells = []
+        for key, _, _ in STATISTICS + (("sink_head_rate", "", 0),):
+            cells.append(" / ".join(fmt(stats[n][layer][key]) if layer in stats[n] else "–"
+                                    for n in names))
+        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def fit_summary(stats, against):
+    """Per statistic: layers of the twin within tolerance of `against`, and the largest gap."""
+    lines = ["| statistic | tolerance | layers within | largest gap (layer) |", "|---|---|---|---|"]
+    layers = sorted(stats[against])
+    for key, label, tolerance in STATISTICS:
+        gaps = [(abs(stats["twin"][l][key] - stats[against][l][key]), l) for l in layers]
+        within = sum(gap <= tolerance for gap, _ in gaps)
+        worst = max(gaps)
+        lines.append(f"| {label} | {tolerance} | {within} of {len(layers)} | {fmt(worst[0])} "
+                     f"({worst[1]}) |")
+    return "\n".join(lines)
+
+
+def eviction_table(ratios, budget, names):
+    layers = sorted({layer for (_, _, layer) in ratios[names[0]]})
+    lines = ["| layer | " + " | ".join(POLICIES) + " |", "|---" * (len(POLICIES) + 1) + "|"]
+    for layer in layers + ["mean"]:
+        cells = []
+        for policy in POLICIES:
+            values = []
+            for n in names:
+                if layer == "mean":
+                    per_layer = [ratios[n][(policy, budget, l)] for l in layers]
+                    values.append(statistics.fmean(per_layer))
+                else:
+                    values.append(ratios[n][(policy, budget, layer)])
+            cells.append(" / ".join(fmt(v) for v in values))
+        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def transfer_summary(ratios):
+    """Per (policy, budget) of the acceptance: layers whose twin ratio is within 0.05 of the
+    real one, the largest gap; then the policy ranking by mean ratio on each."""
+    layers = sorted({layer for (_, _, layer) in ratios["real"]})
+    lines = ["| policy | budget | layers within 0.05 | largest gap (layer) | mean real | mean twin |",
+             "|---|---|---|---|---|---|"]
+    for budget in TRANSFER_BUDGETS:
+        for policy in TRANSFER_POLICIES:
+            gaps = [(abs(ratios["twin"][(policy, budget, l)] - ratios["real"][(policy, budget, l)]), l)
+                    for l in layers]
+            worst = max(gaps)
+            means = [statistics.fmean(ratios[n][(policy, budget, l)] for l in layers)
+                     for n in ("real", "twin")]
+            lines.append(f"| {policy} | {budget} | {sum(g <= 0.05 for g, _ in gaps)} of {len(layers)} | "
+                         f"{fmt(worst[0])} ({worst[1]}) | {fmt(means[0])} | {fmt(means[1])} |")
+    lines.append("")
+    for budget in TRANSFER_BUDGETS:
+        for n in ("real", "twin"):
+            mean = {p: statistics.fmean(ratios[n][(p, budget, l)] for l in layers)
+                    for p in TRANSFER_POLICIES}
+            order = sorted(mean, key=mean.get, reverse=True)
+            lines.append(f"- budget {budget}, {n}: " + " > ".join(order))
+    return "\n".join(lines)
+
+
+def write_figures(out, stats, ratios):
+    """Per-layer statistics (real, twin, preset) and policy / OPT per layer at 20% (real, twin)."""
+    scripts = []
+    for key, label, _ in STATISTICS:
+        data = os.path.join(out, f"layers_{key}.dat")
+        with open(data, "w") as stream:
+            stream.write("# layer real twin held_out preset\n")
+            for layer in range(max(len(stats["real"]), len(stats["preset"]))):
+                row = [stats[n][layer][key] if layer in stats[n] else float("nan")
+                       for n in ("real", "twin", "held_out", "preset")]
+                stream.write(f"{layer} " + " ".join(f"{v:.6g}" for v in row) + "\n")
+        scripts.append((f"layers_{key}", f"{label} by layer", "layer", label,
+                        [(f"layers_{key}.dat", c, t) for c, t in
+                         ((2, "SmolLM2, GPL-3 (real)"), (3, "twin"), (4, "SmolLM2, GFDL (held out)"),
+                          (5, "llama2-7b preset"))]))
+    layers = sorted({layer for (_, _, layer) in ratios["real"]})
+    for budget in ("0.2", "0.1"):
+        data = os.path.join(out, f"eviction_{budget}.dat")
+        with open(data, "w") as stream:
+            stream.write("# layer " + " ".join(f"{p}_real {p}_twin" for p in POLICIES) + "\n")
+            for layer in layers:
+                stream.write(f"{layer} " + " ".join(
+                    f"{ratios['real'][(p, budget, layer)]:.6g} {ratios['twin'][(p, budget, layer)]:.6g}"
+                    for p in POLICIES) + "\n")
+        series = []
+        for k, policy in enumerate(POLICIES):
+            if policy in TRANSFER_POLICIES:
+                series.append((f"eviction_{budget}.dat", 2 + 2 * k, f"{policy} real"))
+                series.append((f"eviction_{budget}.dat", 3 + 2 * k, f"{policy} twin"))
+        scripts.append((f"eviction_{budget}", f"policy / OPT by layer, budget {float(budget):.0%}",
+                        "layer", "policy / OPT", series))
+    data = os.path.join(out, "budget_curve.dat")
+    with open(data, "w") as stream:
+        stream.write("# budget " + " ".join(f"{p}_real {p}_twin" for p in POLICIES) + "\n")
+        for budget in BUDGETS:
+            stream.write(f"{budget} " + " ".join(
+                f"{statistics.fmean(ratios['real'][(p, budget, l)] for l in layers):.6g} "
+                f"{statistics.fmean(ratios['twin'][(p, budget, l)] for l in layers):.6g}"
+                for p in POLICIES) + "\n")
+    scripts.append(("budget_curve", "mean policy / OPT over layers against the budget",
+                    "budget (share of the 2048 tokens)", "policy / OPT",
+                    [("budget_curve.dat", 2 + 2 * k + side, f"{p} {('real', 'twin')[side]}")
+                     for k, p in enumerate(POLICIES) for side in (0, 1)]))
+    for name, title, x_label, y_label, series in scripts:
+        plot = ", ".join(
+            f"'{path}' using 1:{column} with linespoints dt {1 if 'twin' not in title_ else 2} "
+            f"lc {index // (2 if name.startswith(('eviction', 'budget')) else 1) + 1} "
+            f"title '{title_}'"
+            for index, (path, column, title_) in enumerate(series))
+        gp = (f"set title '{title}' noenhanced\nset xlabel '{x_label}' noenhanced\n"
+              f"set ylabel '{y_label}' noenhanced\nset key outside right noenhanced\nset grid\n"
+              + ("set logscale x\n" if name == "budget_curve" else "")
+              + f"set terminal pngcairo size 1000,520\nset output '{name}.png'\nplot {plot}\n"
+              f"set terminal svg size 1000,520\nset output '{name}.svg'\nreplot\n")
+        with open(os.path.join(out, f"{name}.gp"), "w") as stream:
+            stream.write(gp)
+        subprocess.run(["gnuplot", f"{name}.gp"], cwd=out, check=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=os.path.join(ROOT, "build", "study"))
+    parser.add_argument("--tokens", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    paths, _ = workloads(args.out, args.tokens, args.seed)
+    stats = {name: inspect(args.out, name, path) for name, path in paths.items()}
+    ratios = {name: simulate(args.out, name, paths[name], args.threads, args.seed)
+              for name in ("real", "twin")}
+    write_figures(args.out, stats, ratios)
+    sections = [
+        "## Per-layer statistics: real / twin / held-out text / llama2-7b preset\n\n"
+        + statistics_table(stats, ("real", "twin", "held_out", "preset")),
+        "## Twin against the text it was fit to (GPL-3)\n\n" + fit_summary(stats, "real"),
+        "## Twin against real attention on a held-out text (GFDL-1.3)\n\n"
+        + fit_summary(stats, "held_out"),
+        "## Transfer of eviction results from real to twin\n\n" + transfer_summary(ratios),
+    ] + [f"## policy / OPT per layer at budget {float(b):.0%}: real / twin\n\n"
+         + eviction_table(ratios, b, ("real", "twin")) for b in BUDGETS]
+    text = "\n\n".join(sections) + "\n"
+    with open(os.path.join(args.out, "tables.md"), "w") as stream:
+        stream.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
