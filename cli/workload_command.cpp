@@ -53,8 +53,10 @@ void add_generate(CLI::App& parent) {
                 "The same parameters in every layer instead of the preset's per-layer profile")
       ->excludes("--profile");
   cmd->add_option("--tokens", args->tokens, "Tokens (0: the preset's default)")->capture_default_str();
-  cmd->add_option("--layers", args->layers, "Layers to generate, the model's first (0: all of the model's)")
-      ->capture_default_str();
+  CLI::Option* layers =
+      cmd->add_option("--layers", args->layers,
+                      "Layers to generate, the model's first (0: all of the model's; default 1 with --preset, "
+                      "all of the profile's with --profile)");
   cmd->add_option("--seed", args->seed, "Seed of the counter-based generator")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads (0: all cores); output does not depend on it");
   cmd->add_option("--backend", args->backend,
@@ -64,7 +66,8 @@ void add_generate(CLI::App& parent) {
   });
   cmd->add_option("-o,--output", args->output, "Output: FILE.safetensors, or a directory for q/k/v.npy")
       ->required();
-  cmd->callback([args, cmd]() {
+  cmd->callback([args, cmd, layers]() {
+    if (!args->profile.empty() && layers->count() == 0) args->layers = 0;  // a twin is the whole model
     WorkloadSpec spec =
         args->profile.empty()
             ? spec_from_preset(args->preset, args->tokens, args->layers, args->seed,

@@ -181,7 +181,8 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.stderr, "")  # --quiet: no progress
         with open(out) as f:
             measured = json.load(f)
-        for layer, row in zip(fit["layers"], measured["layers"]):
+        self.assertEqual(measured["shape"]["layers"], 2)  # --profile generates every layer
+        for layer, row in zip(fit["layers"], measured["layers"], strict=True):
             for name in ("sparsity", "first_token_mass", "received_top_share", "recent_mass",
                          "norm_attention_spearman"):
                 self.assertAlmostEqual(layer[name]["twin"], row["mean"][name], places=12,
