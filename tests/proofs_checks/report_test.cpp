@@ -140,6 +140,41 @@ TEST(Report, WritesTheWholeDirectoryAndReplacesAnOldOne) {
   fs::remove_all(dir);
 }
 
+TEST(Report, PerLayerStructureIsATableAFigureAndJson) {
+  RunSettings settings{"w", 1, 1, 0.2, {}};
+  for (int l = 0; l < 3; ++l) {
+    LayerStatistics layer;
+    layer.layer = l;
+    layer.heads = 4;
+    layer.sink_head_rate = 0.25 * l;
+    layer.mean.sparsity = 0.5 + 0.125 * l;
+    layer.mean.first_token_mass = 0.0625 * l;
+    settings.layers.push_back(layer);
+  }
+  const std::vector<CheckRun> runs = sample_runs();
+  const nlohmann::json doc = results_json(runs, settings);
+  ASSERT_EQ(doc["layers"].size(), 3u);
+  EXPECT_EQ(doc["layers"][2]["sink_head_rate"], 0.5);
+  EXPECT_EQ(doc["layers"][2]["sparsity"], 0.75);
+  EXPECT_EQ(doc["layers"][1]["first_token_mass"], 0.0625);
+  const std::string md = report_markdown(runs, settings, {"structure_by_layer"}, "");
+  EXPECT_NE(md.find("## The workload, layer by layer"), std::string::npos);
+  EXPECT_NE(md.find("| 2 | " + format_number(0.75) + " | " + format_number(0.125) + " | " + format_number(0.5) + " |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("![structure_by_layer](structure_by_layer.svg)"), std::string::npos);
+  // Without per-layer statistics (a verify run without structure checks) there is no section.
+  EXPECT_EQ(report_markdown(runs, {"w", 1, 1, 0.2, {}}, {}, "").find("layer by layer"), std::string::npos);
+  EXPECT_TRUE(results_json(runs, {"w", 1, 1, 0.2, {}})["layers"].empty());
+
+  const fs::path dir = fs::temp_directory_path() / ("subevict_report_layers_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string note = write_report(dir.string(), runs, settings);
+  EXPECT_TRUE(fs::exists(dir / "structure_by_layer.gp"));
+  if (note.empty()) EXPECT_GT(fs::file_size(dir / "structure_by_layer.png"), 0u);
+  fs::remove_all(dir);
+}
+
 TEST(Report, UnwritableDirectoryThrowsAndLeavesNothing) {
   EXPECT_THROW(write_report("/proc/subevict_no_such/report", sample_runs(), {"w", 1, 1, 0.2}), std::exception);
 }
