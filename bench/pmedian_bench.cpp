@@ -5,7 +5,7 @@
 // both solvers are single-threaded here).
 //
 // Usage: pmedian_bench DATA_DIR [--reps R] [--cbc-time-limit S] [--no-cbc] INSTANCE...
-//   e.g. pmedian_bench ../shared/data/orlib-pmed pmed1 pmed2 pmed6 pmed7 pmed11 pmed16
+//   e.g. pmedian_bench tests/data/orlib-pmed pmed1 pmed2 pmed6 pmed7 pmed11 pmed16
 // Prints one Markdown table row per instance.
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// OR-Library p-median instances (Beasley 1985; ../shared/data/orlib-pmed/README.md) and their
+/// OR-Library p-median instances (Beasley 1985; tests/data/orlib-pmed/README.md) and their
 /// conversion to facility location: with sim_ij = D − d(i, j), D = max d,
 /// f(S) = Σ_i max_{j∈S} sim_ij = n·D − pmedian(S), so max_{|S|=p} f = n·D − (p-median optimum).
 

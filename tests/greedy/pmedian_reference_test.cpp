@@ -1,6 +1,6 @@
 // External reference data: branch and bound (with the Lagrangian bound) and CBC on the standard
 // p-median integer program each reproduce the published optima of OR-Library pmed1..pmed10
-// (Beasley 1985, ../shared/data/orlib-pmed/pmedopt.txt), and greedy's facility-location ratio
+// (Beasley 1985, tests/data/orlib-pmed/pmedopt.txt), and greedy's facility-location ratio
 // f(S_greedy) / OPT on each is ≥ 1 − 1/e (the ratios are printed and recorded as test properties).
 // Labelled slow: CBC needs tens of seconds on the n = 200 instances.
 #include <gtest/gtest.h>
@@ -19,12 +19,11 @@
 namespace subevict::greedy {
 namespace {
 
-const std::string kDataDir = SUBEVICT_SOURCE_DIR "/../shared/data/orlib-pmed";
+const std::string kDataDir = SUBEVICT_SOURCE_DIR "/tests/data/orlib-pmed";
 
 class PMedianReference : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << kDataDir << " is absent";
     instance_ = read_pmedian(kDataDir + "/" + GetParam() + ".txt");
     published_ = read_pmedian_optima(kDataDir + "/pmedopt.txt").at(GetParam());
   }

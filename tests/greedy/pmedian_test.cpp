@@ -17,7 +17,7 @@
 namespace subevict::greedy {
 namespace {
 
-const std::string kDataDir = SUBEVICT_SOURCE_DIR "/../shared/data/orlib-pmed";
+const std::string kDataDir = SUBEVICT_SOURCE_DIR "/tests/data/orlib-pmed";
 
 std::string write_text(subevict::testing::ScratchDir& scratch, const std::string& text) {
   const std::string path = scratch.unique(".txt");
@@ -100,7 +100,6 @@ RC_GTEST_PROP(PMedian, FloydWarshallMatchesRepeatedRelaxation, ()) {
 }
 
 TEST(PMedian, ReadsThePublishedOptimaAndTheFirstInstance) {
-  if (!std::filesystem::exists(kDataDir)) GTEST_SKIP() << kDataDir << " is absent";
   const auto optima = read_pmedian_optima(kDataDir + "/pmedopt.txt");
   EXPECT_EQ(optima.size(), 40u);
   EXPECT_EQ(optima.at("pmed1"), 5819.0);
