@@ -55,7 +55,7 @@ struct SimulateArgs {
   int tokens = 0;
   int layers = 1;
   std::string heads;  // comma list of KV heads; empty = all
-  double budget = 0.2;
+  std::string budget = "0.2";  // as typed, so that an error names it
   std::string budgets;
   std::string policies = "h2o,local,streamingllm,l2norm,tova,random";
   std::string optimum = "flow";
@@ -105,8 +105,10 @@ double parse_budget_value(const std::string& text) {
   } catch (const std::exception&) {
     v = -1.0;
   }
-  if (!(v > 0.0) || !std::isfinite(v) || (v >= 1.0 && v != std::floor(v))) {
-    throw InputError("simulate", "budget", "a ratio in (0, 1) of the sequence length or an integer size >= 1", text);
+  try {
+    (void)greedy::budget_from_value(v, "simulate");
+  } catch (const InputError&) {
+    throw InputError("simulate", "budget", greedy::kBudgetExpectation, text);
   }
   return v;
 }
@@ -370,7 +372,7 @@ void run_simulate(const SimulateArgs& args) {
   const kernels::Backend backend =
       args.backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args.backend);
   kernels::require_available(backend);
-  const double main_budget = parse_budget_value(fmt(args.budget));
+  const double main_budget = parse_budget_value(args.budget);
   std::set<double> budget_set{main_budget};
   for (const auto& b : split(args.budgets)) budget_set.insert(parse_budget_value(b));
   const std::vector<double> budgets(budget_set.begin(), budget_set.end());
@@ -395,6 +397,9 @@ void run_simulate(const SimulateArgs& args) {
     const int v = parse_int(h, "--heads");
     if (v < 0 || v >= shape.kv_heads) {
       throw InputError("simulate", "--heads", "KV heads in [0, " + std::to_string(shape.kv_heads) + ")", h);
+    }
+    if (std::find(kv.begin(), kv.end(), v) != kv.end()) {
+      throw InputError("simulate", "--heads", "each KV head once", h + " (listed twice)");
     }
     kv.push_back(v);
   }

@@ -1,6 +1,7 @@
 #include "greedy/head_evaluation.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
@@ -28,9 +29,9 @@ OptimumMode parse_optimum_mode(const std::string& name, const std::string& sourc
 }
 
 Budget budget_from_value(double value, const std::string& source) {
-  if (!(value > 0.0) || !std::isfinite(value) || (value >= 1.0 && value != std::floor(value))) {
-    throw InputError(source, "budget", "a ratio in (0, 1) of the sequence length or an integer size >= 1",
-                     significant_digits(value, 10));
+  if (!(value > 0.0) || !std::isfinite(value) || (value >= 1.0 && value != std::floor(value)) ||
+      value > double(std::numeric_limits<int>::max())) {
+    throw InputError(source, "budget", kBudgetExpectation, significant_digits(value, 10));
   }
   return value < 1.0 ? Budget::ratio_of_tokens(value) : Budget::absolute(int(value));
 }

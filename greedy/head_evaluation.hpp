@@ -29,8 +29,13 @@ enum class OptimumMode { kNone, kOracle, kFlow };
 [[nodiscard]] std::string to_string(OptimumMode mode);
 [[nodiscard]] OptimumMode parse_optimum_mode(const std::string& name, const std::string& source);
 
-/// A user budget value: a ratio in (0, 1) or an integer ≥ 1. Throws InputError(source, "budget",
-/// ...) for anything else (≤ 0, non-finite, a non-integer ≥ 1).
+/// What budget_from_value accepts, in words (for error messages).
+inline constexpr const char* kBudgetExpectation =
+    "a ratio in (0, 1) of the sequence length or an integer size in [1, 2147483647]";
+
+/// A user budget value: a ratio in (0, 1) or an integer in [1, INT_MAX]. Throws
+/// InputError(source, "budget", kBudgetExpectation, value) for anything else (≤ 0, non-finite, a
+/// non-integer ≥ 1, an integer too large for a cache size).
 [[nodiscard]] Budget budget_from_value(double value, const std::string& source);
 
 /// A policy by command-line name: the registry's names (policy_registry.hpp) or "lookahead" with

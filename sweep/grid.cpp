@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <set>
@@ -203,7 +204,10 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
                 if (name != param_lists[f].first) return;
                 using F = std::decay_t<decltype(field)>;
                 if constexpr (std::is_integral_v<F>) {
-                  if (v != std::floor(v)) throw InputError(source, params.where(name), "an integer", fmt(v));
+                  if (v != std::floor(v) || v < double(std::numeric_limits<F>::min()) ||
+                      v > double(std::numeric_limits<F>::max())) {
+                    throw InputError(source, params.where(name), "an integer in range", fmt(v));
+                  }
                 }
                 field = F(v);
               });

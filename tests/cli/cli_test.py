@@ -532,7 +532,12 @@ class CliTest(unittest.TestCase):
             (["--workload", f, "--policies", "h2o,magic"], "magic"),
             (["--workload", f, "--budget", "1.5"], "budget"),
             (["--workload", f, "--budgets", "0.1,-2"], "budget"),
+            # Too large for a cache size: named as typed (once cast to int, it read -2147483648).
+            (["--workload", f, "--budget", "3e9"], "got 3e9"),
+            (["--workload", f, "--budgets", "0.1,3e9"], "got 3e9"),
+            (["--workload", f, "--budget", "2147483648"], "got 2147483648"),
             (["--workload", f, "--heads", "7"], "--heads"),
+            (["--workload", f, "--heads", "0,0"], "0 (listed twice)"),
             (["--workload", f, "--optimum", "best"], "--optimum"),
             (["--workload", f, "--layers", "9"], "--layers"),
             (["--preset", "no-such-model"], "no-such-model"),

@@ -4,6 +4,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
+#include "greedy/head_evaluation.hpp"
 #include "greedy/cache_schedule.hpp"
 #include "greedy/policy_registry.hpp"
 #include "greedy/simulator.hpp"
@@ -338,6 +340,30 @@ TEST(Simulator, WholeWorkloadMatchesPerHeadRunsForAnyThreadCount) {
       EXPECT_EQ(one[index].steps[i].evicted, direct.steps[i].evicted);
       EXPECT_EQ(two[index].steps[i].retained_mass, direct.steps[i].retained_mass);
     }
+  }
+}
+
+}  // namespace
+}  // namespace subevict::greedy
+
+namespace subevict::greedy {
+namespace {
+
+TEST(BudgetFromValue, RatiosAndSizesUpToIntMax) {
+  EXPECT_EQ(budget_from_value(0.25, "t").kind, Budget::Kind::kRatioOfTokens);
+  EXPECT_EQ(budget_from_value(2147483647.0, "t").resolve(100, 0), 100);  // capped at n
+  EXPECT_EQ(budget_from_value(7, "t").resolve(100, 0), 7);
+  // Beyond INT_MAX (once cast to int: undefined behaviour, seen as -2147483648), non-integers
+  // >= 1, zero, negatives and non-finite values are rejected naming the value.
+  for (double bad : {2147483648.0, 3e9, 1.5, 0.0, -2.0, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_THROW((void)budget_from_value(bad, "t"), InputError) << bad;
+  }
+  try {
+    (void)budget_from_value(3e9, "simulate");
+    FAIL() << "3e9 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("3000000000"), std::string::npos) << e.what();
   }
 }
 

@@ -154,6 +154,9 @@ TEST(Grid, RejectsUnknownNamesAndBadValuesNamingTheKey) {
   expect_rejected(grid_with("seeds = [-1]", "", "ratios = [0.5]"), {"[workload] seeds"});
   expect_rejected(grid_with("[workload.params]\nsink_logit = [-2.0]", "", "ratios = [0.5]"), {"[workload.params]", "sink_logit"});
   expect_rejected(grid_with("[workload.params]\nsinks = [2.5]", "", "ratios = [0.5]"), {"[workload.params] sinks", "integer"});
+  // Integral parameters beyond int: rejected with the value, not cast (undefined behaviour).
+  expect_rejected(grid_with("[workload.params]\nsinks = [3e9]", "", "ratios = [0.5]"), {"[workload.params] sinks", "3000000000"});
+  expect_rejected(grid_with("[workload.params]\ntoken_types = [-3e9]", "", "ratios = [0.5]"), {"token_types", "-3000000000"});
   expect_rejected(grid_with("", "horizon = 0", "ratios = [0.5]"), {"[policy] horizon"});
   // streamingllm keeps 4 sinks: a budget k = 2 cannot hold them (found before any job runs).
   expect_rejected("[workload]\npresets = [\"tiny\"]\ntokens = [16]\n[policy]\nnames=[\"local\", \"streamingllm\"]\n"
