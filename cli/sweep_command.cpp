@@ -18,7 +18,6 @@
 // MPI the other ranks are stopped with MPI_Abort; their finished jobs are committed). A second
 // SIGINT kills at once; the store stays consistent because each job is its own transaction.
 #include <omp.h>
-#include <unistd.h>
 
 #include <Eigen/Core>
 
@@ -37,6 +36,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/progress.hpp"
 #include "cli/output_directory.hpp"
 #include "core/input_error.hpp"
 #include "sweep/grid.hpp"
@@ -58,6 +58,7 @@ struct SweepArgs {
   std::string shard;
   std::string report_dir;
   bool no_plots = false;
+  bool quiet = false;
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -161,17 +162,6 @@ int gather(sweep::ResultStore& store, const fs::path& dir, const std::string& pr
   return added;
 }
 
-std::string duration(double seconds) {
-  char buf[32];
-  const long s = long(seconds + 0.5);
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  }
-  return buf;
-}
-
 int run_sweep(const SweepArgs& args) {
   if (args.config.empty()) throw InputError("sweep", "--config", "a grid file (or the `report` subcommand)");
   if (args.output.empty()) throw InputError("sweep", "-o", "an output directory");
@@ -235,27 +225,26 @@ int run_sweep(const SweepArgs& args) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
 
-  const bool progress = isatty(STDERR_FILENO) != 0 && ranks.rank() == 0;
-  const std::string who = ranks.size() > 1 ? "sweep rank " + std::to_string(ranks.rank()) + ": "
-                          : shard.second > 1 ? "sweep shard " + args.shard + ": " : "sweep: ";
-  const auto start = std::chrono::steady_clock::now();
+  const std::string label = ranks.size() > 1 ? "sweep rank " + std::to_string(ranks.rank())
+                            : shard.second > 1 ? "sweep shard " + args.shard : "sweep";
+  const std::string who = label + ": ";
+  if (!args.quiet && mine.size() > todo.size()) {
+    std::fprintf(stderr, "%s%zu of %zu jobs done before (resumed)\n", who.c_str(), mine.size() - todo.size(),
+                 mine.size());
+  }
   std::size_t ran = 0;
-  for (const sweep::Job* job : todo) {
-    if (g_interrupted) break;
-    const sweep::JobResult result = sweep::run_job(*job);
-    store->insert(sweep::ResultRow::of(*job, result));
-    ++ran;
-    if (progress) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double eta = elapsed / double(ran) * double(todo.size() - ran);
-      std::fprintf(stderr, "\r%s%zu/%zu jobs (%zu done before), elapsed %s, ETA %s   ", who.c_str(), ran,
-                   todo.size(), mine.size() - todo.size(), duration(elapsed).c_str(), duration(eta).c_str());
-      if (ran == todo.size()) std::fprintf(stderr, "\n");
+  {
+    Progress progress(label, (long long)todo.size(), "jobs", args.quiet);
+    for (const sweep::Job* job : todo) {
+      if (g_interrupted) break;
+      const sweep::JobResult result = sweep::run_job(*job);
+      store->insert(sweep::ResultRow::of(*job, result));
+      ++ran;
+      progress.advance(1, "(job " + job->id() + ")");
     }
   }
   store.reset();  // closed (WAL checkpointed) before anyone gathers it
   if (g_interrupted) {
-    if (progress) std::fprintf(stderr, "\n");
     std::fprintf(stderr, "%sinterrupted after %zu of %zu jobs; finished jobs are committed, rerun to resume\n",
                  who.c_str(), ran, todo.size());
     if (ranks.mpi() && ranks.size() > 1) ranks.abort(130);
@@ -309,6 +298,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--config", args->config, "The grid file (docs/sweeps.md)");
   cmd->add_option("-o,--output", args->output, "Output directory (results.sqlite; reruns resume from it)");
   cmd->add_option("--shard", args->shard, "Run only shard i of N (jobs whose index in id order is i mod N)");
+  cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
   cmd->require_subcommand(0, 1);
 #ifdef SUBEVICT_WITH_MPI
   cmd->footer("This subevict was built with MPI: under mpirun -np N each rank runs every N-th job.");

@@ -520,6 +520,34 @@ class CliTest(unittest.TestCase):
                 for ext in ("svg", "png"):
                     self.assertTrue(os.path.exists(os.path.join(out, f"{name}.{ext}")), name + ext)
 
+    def test_progress_on_a_terminal_is_one_redrawn_line_with_an_eta(self):
+        import pty
+        master, slave = pty.openpty()
+        try:
+            r = subprocess.run([BIN, "simulate", "--preset", "tiny-gqa", "--tokens", "48", "--layers", "2",
+                                "--budget", "0.2", "--budgets", "0.5", "--optimum", "oracle", "--no-plots",
+                                "-o", self.path("sim")], stdout=subprocess.PIPE, stderr=slave, timeout=600)
+            os.close(slave)
+            slave = None
+            seen = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the terminal closed
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        finally:
+            if slave is not None:
+                os.close(slave)
+            os.close(master)
+        self.assertEqual(r.returncode, 0)
+        text = seen.decode("utf-8")
+        self.assertIn("\rsimulate: 8/8 (layer, KV head, budget) cells", text)
+        self.assertIn("ETA", text)
+        self.assertEqual(text.count("\n"), 1, text)  # redrawn in place, one line in all
+
     def test_simulate_bad_input_fails_with_one_line_and_no_output(self):
         f = self.path("w.safetensors")
         self.generate(f)
@@ -602,6 +630,13 @@ modes = ["flow"]
         r = run("sweep", "--config", grid, "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("ran 12, 0 already done", r.stdout)
+        # stderr is not a terminal: one progress line per finished job, with elapsed time and ETA.
+        lines = [l for l in r.stderr.splitlines() if l.startswith("sweep: ")]
+        self.assertEqual(len(lines), 12, r.stderr)
+        self.assertTrue(lines[-1].startswith("sweep: 12/12 jobs (job "), lines[-1])
+        self.assertIn("elapsed, ETA", lines[-1])
+        quiet = run("sweep", "--config", grid, "-o", self.path("quiet"), "--quiet")
+        self.assertEqual((quiet.returncode, quiet.stderr), (0, ""))
         rows, check = self.sweep_table(out)
         self.assertEqual(check, "ok")
         self.assertEqual(len(rows), 12)
