@@ -23,7 +23,7 @@ Eigen::VectorXd softmax(const Eigen::VectorXd& logits) {
   // Normalising exp(x - max) by its sum (rather than exp(x - log_sum_exp(x))) keeps the row sum
   // within n eps of 1 even for logits of magnitude 1e4, where log_sum_exp itself carries an
   // absolute rounding error of ulp(1e4) ~ 2e-12.
-  const Eigen::ArrayXd e = (logits.array() - logits.maxCoeff()).exp();
+  const Eigen::ArrayXd e = underflow_exp(logits.array() - logits.maxCoeff());
   return (e / e.sum()).matrix();
 }
 
@@ -46,7 +46,7 @@ Eigen::VectorXd tracked_attention(const Eigen::VectorXd& logits, const std::vect
   Eigen::VectorXd out = Eigen::VectorXd::Zero(logits.size());
   double total = 0;
   for (Eigen::Index j = 0; j < logits.size(); ++j) {
-    if (in_set[j]) total += (out[j] = std::exp(logits[j] - m));
+    if (in_set[j]) total += (out[j] = logits[j] - m < kLogMinNormal ? 0.0 : std::exp(logits[j] - m));
   }
   return out / total;
 }
@@ -74,7 +74,7 @@ void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, doub
       const int visible = first + r + 1;
       auto row = probs.row(r).head(visible);
       const double m = row.maxCoeff();
-      row = (row.array() - m).exp().matrix();
+      row = underflow_exp(row.array() - m).matrix();
       row /= row.sum();
       probs.row(r).tail(cols - visible).setZero();
     }

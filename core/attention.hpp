@@ -18,8 +18,21 @@ Eigen::VectorXd causal_logits(const ConstHeadMap& q, const ConstHeadMap& k, int 
 /// any magnitude (no overflow: every exponent is <= 0).
 double log_sum_exp(const Eigen::VectorXd& x);
 
-/// softmax(x)_j = exp(x_j - max x) / sum_k exp(x_k - max x). Entries are in [0, 1] and sum to 1
-/// within n eps. Precondition: x non-empty with finite entries.
+/// Below this exponent exp is not a normal double (log DBL_MIN = -708.396...).
+inline constexpr double kLogMinNormal = -708.3964185322641;
+
+/// exp of max-shifted logits (entries <= 0), with every entry below kLogMinNormal exactly 0.
+/// Eigen's vectorised exp returns a subnormal (~5e-309) in some SIMD lanes and 0 in others there,
+/// so equal logits could get unequal weights and the lowest-index tie rule would depend on the
+/// lane; flushing makes equal logits equal weights. Use it for every attention weight.
+template <class Derived>
+auto underflow_exp(const Eigen::ArrayBase<Derived>& shifted) {
+  return (shifted < kLogMinNormal).select(0.0, shifted.exp());
+}
+
+/// softmax(x)_j = exp(x_j - max x) / sum_k exp(x_k - max x), exactly 0 where x_j - max x <
+/// kLogMinNormal (underflow_exp). Entries are in [0, 1] and sum to 1 within n eps. Precondition:
+/// x non-empty with finite entries.
 Eigen::VectorXd softmax(const Eigen::VectorXd& logits);
 
 /// Exact causal attention row a_i (H2O Def D.9): softmax of causal_logits(q, k, i, scale).

@@ -110,7 +110,7 @@ AttentionFidelity::AttentionFidelity(Eigen::MatrixXd logits, Eigen::MatrixXd val
   outputs_.resize(logits_.rows(), values_.cols());
   for (Eigen::Index i = 0; i < logits_.rows(); ++i) {
     const Eigen::VectorXd row = logits_.row(i).transpose();
-    shifted_.row(i) = (row.array() - row.maxCoeff()).exp().matrix().transpose();
+    shifted_.row(i) = underflow_exp(row.array() - row.maxCoeff()).matrix().transpose();
     outputs_.row(i) = (values_.transpose() * softmax(row)).transpose();
   }
 }

@@ -210,7 +210,7 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
     for (int h = 0; h < g; ++h) {
       Eigen::Map<Eigen::ArrayXd> row(attention.data() + std::size_t(h) * m, m);
       const double top = logits.col(h).head(m).maxCoeff();
-      row = (logits.col(h).head(m).array() - top).exp();
+      row = underflow_exp(logits.col(h).head(m).array() - top);
       const double sum = row.sum();
       row /= sum;
       head_max[std::size_t(h)] = top;

@@ -88,11 +88,12 @@ def inspect(out, name, path):
             for row in doc["layers"]}
 
 
-def simulate(out, name, path, threads, seed):
+def simulate(out, name, path, threads, seed, budgets):
     directory = os.path.join(out, f"simulate_{name}")
     cached(os.path.join(directory, "summary.csv"), lambda: run(
-        SUBEVICT, "simulate", "--workload", path, "--layers", "0", "--budget", BUDGETS[0],
-        "--budgets", ",".join(BUDGETS[1:]), "--policies", ",".join(POLICIES), "--optimum", "flow",
+        SUBEVICT, "simulate", "--workload", path, "--layers", "0", "--budget", budgets[0],
+        *(("--budgets", ",".join(budgets[1:])) if len(budgets) > 1 else ()),
+        "--policies", ",".join(POLICIES), "--optimum", "flow",
         "--threads", str(threads), "--seed", str(seed), "--no-plots", "-o", directory,
         stdout=subprocess.DEVNULL))
     ratios = {}  # (policy, budget, layer) -> [policy / OPT per KV head]
@@ -144,12 +145,13 @@ def eviction_table(ratios, budget, names):
         for policy in POLICIES:
             values = []
             for n in names:
-                if layer == "mean":
-                    per_layer = [ratios[n][(policy, budget, l)] for l in layers]
-                    values.append(statistics.fmean(per_layer))
+                if (policy, budget, layers[0]) not in ratios[n]:
+                    values.append(None)  # budget not simulated on this workload
+                elif layer == "mean":
+                    values.append(statistics.fmean(ratios[n][(policy, budget, l)] for l in layers))
                 else:
                     values.append(ratios[n][(policy, budget, layer)])
-            cells.append(" / ".join(fmt(v) for v in values))
+            cells.append(" / ".join("–" if v is None else fmt(v) for v in values))
         lines.append(f"| {layer} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -210,13 +212,17 @@ def write_figures(out, stats, ratios):
                 series.append((f"eviction_{budget}.dat", 3 + 2 * k, f"{policy} twin"))
         scripts.append((f"eviction_{budget}", f"policy / OPT by layer, budget {float(budget):.0%}",
                         "layer", "policy / OPT", series))
+    def mean_or_nan(name, policy, budget):
+        if (policy, budget, layers[0]) not in ratios[name]:
+            return float("nan")
+        return statistics.fmean(ratios[name][(policy, budget, l)] for l in layers)
+
     data = os.path.join(out, "budget_curve.dat")
     with open(data, "w") as stream:
         stream.write("# budget " + " ".join(f"{p}_real {p}_twin" for p in POLICIES) + "\n")
         for budget in BUDGETS:
             stream.write(f"{budget} " + " ".join(
-                f"{statistics.fmean(ratios['real'][(p, budget, l)] for l in layers):.6g} "
-                f"{statistics.fmean(ratios['twin'][(p, budget, l)] for l in layers):.6g}"
+                f"{mean_or_nan('real', p, budget):.6g} {mean_or_nan('twin', p, budget):.6g}"
                 for p in POLICIES) + "\n")
     scripts.append(("budget_curve", "mean policy / OPT over layers against the budget",
                     "budget (share of the 2048 tokens)", "policy / OPT",
@@ -244,12 +250,15 @@ def main():
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--twin-budgets", default=",".join(BUDGETS),
+                        help="budgets simulated on the twin (the acceptance needs 0.1,0.2)")
     args = parser.parse_args()
+    twin_budgets = tuple(f"{float(b):g}" for b in args.twin_budgets.split(","))
     os.makedirs(args.out, exist_ok=True)
     paths, _ = workloads(args.out, args.tokens, args.seed)
     stats = {name: inspect(args.out, name, path) for name, path in paths.items()}
-    ratios = {name: simulate(args.out, name, paths[name], args.threads, args.seed)
-              for name in ("real", "twin")}
+    ratios = {"real": simulate(args.out, "real", paths["real"], args.threads, args.seed, BUDGETS),
+              "twin": simulate(args.out, "twin", paths["twin"], args.threads, args.seed, twin_budgets)}
     write_figures(args.out, stats, ratios)
     sections = [
         "## Per-layer statistics: real / twin / held-out text / llama2-7b preset\n\n"

@@ -184,3 +184,28 @@ TEST(Metrics, OutputRelativeErrorDoesNotDivideByZero) {
 
 }  // namespace
 }  // namespace subevict
+
+namespace subevict {
+namespace {
+
+TEST(Softmax, UnderflowedWeightsAreExactlyZeroInEveryLane) {
+  // 1 + 40 equal logits 709..760 below the maximum: exp underflows below a normal double there,
+  // which Eigen's vectorised exp returns as ~5e-309 in some SIMD lanes and 0 in others. Equal
+  // logits must get equal weights (the lowest-index tie rule depends on it): exactly 0.
+  for (double gap : {708.5, 709.0, 720.0, 745.0, 760.0}) {
+    Eigen::VectorXd logits = Eigen::VectorXd::Constant(41, -gap);
+    logits[0] = 0;
+    const Eigen::VectorXd a = softmax(logits);
+    EXPECT_EQ(a[0], 1.0) << gap;
+    for (Eigen::Index j = 1; j < a.size(); ++j) EXPECT_EQ(a[j], 0.0) << "gap " << gap << " entry " << j;
+  }
+  // Just above the threshold the weights are normal doubles, equal to each other.
+  Eigen::VectorXd logits = Eigen::VectorXd::Constant(41, -708.0);
+  logits[0] = 0;
+  const Eigen::VectorXd a = softmax(logits);
+  for (Eigen::Index j = 2; j < a.size(); ++j) EXPECT_EQ(a[j], a[1]);
+  EXPECT_GT(a[1], 0.0);
+}
+
+}  // namespace
+}  // namespace subevict
