@@ -20,7 +20,6 @@ Progress of the long steps comes from subevict on stderr.
 """
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -96,13 +95,23 @@ def simulate(out, name, path, threads, seed, budgets):
         "--policies", ",".join(POLICIES), "--optimum", "flow",
         "--threads", str(threads), "--seed", str(seed), "--no-plots", "-o", directory,
         stdout=subprocess.DEVNULL))
-    ratios = {}  # (policy, budget, layer) -> [policy / OPT per KV head]
-    with open(os.path.join(directory, "summary.csv")) as stream:
-        for row in csv.DictReader(stream):
-            key = (row["policy"], f"{float(row['budget']):g}", int(row["layer"]))
-            ratios.setdefault(key, []).append(float(row["total_retained_mass"]) /
-                                              float(row["optimum_total"]))
-    return {key: statistics.fmean(values) for key, values in ratios.items()}
+    # (policy, budget, layer) -> mean over the layer's KV heads of policy / OPT; None where the
+    # policy kept the whole cache (l2norm leaves layers 0 and 1 uncompressed, as its paper does):
+    # such a run is not held to the budget, so it has no ratio to the budget's optimum.
+    per_head = {}
+    with open(os.path.join(directory, "results.json")) as stream:
+        for head in json.load(stream)["heads"]:
+            for policy, run_ in head["policies"].items():
+                key = (policy, f"{float(head['budget']):g}", int(head["layer"]))
+                ratio = run_["total_retained_mass"] / head["optimum"]["total"] if run_["compressed"] else None
+                per_head.setdefault(key, []).append(ratio)
+    return {key: None if None in values else statistics.fmean(values) for key, values in per_head.items()}
+
+
+def layer_mean(ratios, policy, budget, layers):
+    """Mean over the layers where the policy was held to the budget; None when there are none."""
+    values = [ratios[(policy, budget, l)] for l in layers if ratios[(policy, budget, l)] is not None]
+    return statistics.fmean(values) if values else None
 
 
 def fmt(value):
@@ -146,12 +155,12 @@ def eviction_table(ratios, budget, names):
             values = []
             for n in names:
                 if (policy, budget, layers[0]) not in ratios[n]:
-                    values.append(None)  # budget not simulated on this workload
-                elif layer == "mean":
-                    values.append(statistics.fmean(ratios[n][(policy, budget, l)] for l in layers))
+                    values.append("–")  # budget not simulated on this workload
                 else:
-                    values.append(ratios[n][(policy, budget, layer)])
-            cells.append(" / ".join("–" if v is None else fmt(v) for v in values))
+                    v = (layer_mean(ratios[n], policy, budget, layers) if layer == "mean"
+                         else ratios[n][(policy, budget, layer)])
+                    values.append("all" if v is None else fmt(v))
+            cells.append(" / ".join(values))
         lines.append(f"| {layer} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -164,18 +173,18 @@ def transfer_summary(ratios):
              "|---|---|---|---|---|---|"]
     for budget in TRANSFER_BUDGETS:
         for policy in TRANSFER_POLICIES:
+            held = [l for l in layers if ratios["real"][(policy, budget, l)] is not None
+                    and ratios["twin"][(policy, budget, l)] is not None]
             gaps = [(abs(ratios["twin"][(policy, budget, l)] - ratios["real"][(policy, budget, l)]), l)
-                    for l in layers]
+                    for l in held]
             worst = max(gaps)
-            means = [statistics.fmean(ratios[n][(policy, budget, l)] for l in layers)
-                     for n in ("real", "twin")]
-            lines.append(f"| {policy} | {budget} | {sum(g <= 0.05 for g, _ in gaps)} of {len(layers)} | "
+            means = [layer_mean(ratios[n], policy, budget, held) for n in ("real", "twin")]
+            lines.append(f"| {policy} | {budget} | {sum(g <= 0.05 for g, _ in gaps)} of {len(held)} | "
                          f"{fmt(worst[0])} ({worst[1]}) | {fmt(means[0])} | {fmt(means[1])} |")
     lines.append("")
     for budget in TRANSFER_BUDGETS:
         for n in ("real", "twin"):
-            mean = {p: statistics.fmean(ratios[n][(p, budget, l)] for l in layers)
-                    for p in TRANSFER_POLICIES}
+            mean = {p: layer_mean(ratios[n], p, budget, layers) for p in TRANSFER_POLICIES}
             order = sorted(mean, key=mean.get, reverse=True)
             lines.append(f"- budget {budget}, {n}: " + " > ".join(order))
     return "\n".join(lines)
@@ -203,7 +212,8 @@ def write_figures(out, stats, ratios):
             stream.write("# layer " + " ".join(f"{p}_real {p}_twin" for p in POLICIES) + "\n")
             for layer in layers:
                 stream.write(f"{layer} " + " ".join(
-                    f"{ratios['real'][(p, budget, layer)]:.6g} {ratios['twin'][(p, budget, layer)]:.6g}"
+                    " ".join("nan" if ratios[n][(p, budget, layer)] is None else
+                             f"{ratios[n][(p, budget, layer)]:.6g}" for n in ("real", "twin"))
                     for p in POLICIES) + "\n")
         series = []
         for k, policy in enumerate(POLICIES):
@@ -215,7 +225,8 @@ def write_figures(out, stats, ratios):
     def mean_or_nan(name, policy, budget):
         if (policy, budget, layers[0]) not in ratios[name]:
             return float("nan")
-        return statistics.fmean(ratios[name][(policy, budget, l)] for l in layers)
+        mean = layer_mean(ratios[name], policy, budget, layers)
+        return float("nan") if mean is None else mean
 
     data = os.path.join(out, "budget_curve.dat")
     with open(data, "w") as stream:
