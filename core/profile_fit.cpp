@@ -19,8 +19,8 @@ namespace {
 
 constexpr int kKnobs = 5;  // one parameter per fitted statistic, in fit_statistics() order
 
-/// How each parameter moves its statistic: the slope assumed until two measurements give a
-/// secant (statistic units per parameter unit, with its sign), the largest step, and bounds.
+/// How each parameter moves its own statistic: the slope (statistic units per parameter unit, with
+/// its sign) that starts the Jacobian's diagonal, the largest step, and the bounds.
 struct Knob {
   double LlmLikeParams::*field;
   double default_slope, max_step, lower, upper;
@@ -43,7 +43,9 @@ constexpr double kGoodEnough = 0.25;
 constexpr double kNoSinkMass = 0.02;
 
 /// Layer `layer` of the twin generated from `spec` (shape.layers = layer + 1, every layer with
-/// the same parameters), measured: only that layer's heads are inspected.
+/// the same parameters, so layer `layer` has the twin's own random streams), measured: only that
+/// layer's heads are inspected. The earlier layers are generated and not used (generation is cheap
+/// next to the O(n^2 d) measurement).
 LayerStatistics measure_generated_layer(const WorkloadSpec& spec, int layer, const InspectOptions& inspect) {
   const Workload w = generate_workload(spec, 1);
   std::vector<HeadStatistics> heads;
