@@ -23,21 +23,23 @@ void require(bool ok, const std::string& field, const std::string& expected, dou
   if (!ok) throw InputError("llm-like parameters", field, expected, std::to_string(got));
 }
 
-/// Runs row(layer, head, token) for every row of a tensor with `heads` heads, in parallel.
+/// Runs row(layer, head, token, offset) for every row of a tensor with `heads` heads of `w`, in
+/// parallel: `layer` is the model's layer (w's layer plus `first`), `offset` the row's place in w.
 template <class RowFn>
-void for_each_row(const Shape& s, int heads, int threads, RowFn row) {
+void for_each_row(const Workload& w, int first, int heads, int threads, RowFn row) {
+  const Shape& s = w.shape();
   const long long rows = (long long)s.layers * heads * s.tokens;
   const int team = threads > 0 ? threads : omp_get_max_threads();
 #pragma omp parallel for num_threads(team) schedule(static)
   for (long long r = 0; r < rows; ++r) {
     const int token = int(r % s.tokens);
     const int head = int((r / s.tokens) % heads);
-    const int layer = int(r / (s.tokens * (long long)heads));
+    const int layer = first + int(r / (s.tokens * (long long)heads));
     row(layer, head, token, std::size_t(r) * std::size_t(s.head_dim));
   }
 }
 
-void generate_gaussian(const WorkloadSpec& spec, int threads, Workload& w) {
+void generate_gaussian(const WorkloadSpec& spec, int first, int threads, Workload& w) {
   const Shape& s = spec.shape;
   auto fill = [&](std::vector<float>& data, Stream stream) {
     return [&data, &spec, &s, stream](int layer, int head, int token, std::size_t offset) {
@@ -46,25 +48,25 @@ void generate_gaussian(const WorkloadSpec& spec, int threads, Workload& w) {
       for (int x = 0; x < s.head_dim; ++x) data[offset + x] = float(normal(spec.seed, id, first + x));
     };
   };
-  for_each_row(s, s.q_heads, threads, fill(w.q_data(), Stream::kQueryContent));
-  for_each_row(s, s.kv_heads, threads, fill(w.k_data(), Stream::kKeyContent));
-  for_each_row(s, s.kv_heads, threads, fill(w.v_data(), Stream::kValue));
+  for_each_row(w, first, s.q_heads, threads, fill(w.q_data(), Stream::kQueryContent));
+  for_each_row(w, first, s.kv_heads, threads, fill(w.k_data(), Stream::kKeyContent));
+  for_each_row(w, first, s.kv_heads, threads, fill(w.v_data(), Stream::kValue));
 }
 
-void generate_llm_like(const WorkloadSpec& spec, int threads, Workload& w) {
+void generate_llm_like(const WorkloadSpec& spec, int first, int threads, Workload& w) {
   const Shape& s = spec.shape;
   const LlmLikeTables tables = build_llm_like_tables(spec);
   auto head_tables = [&](int layer, int kv_head) -> const LlmLikeHeadTables& {
     return tables.heads[std::size_t(layer) * s.kv_heads + kv_head];
   };
-  for_each_row(s, s.q_heads, threads, [&](int l, int h, int i, std::size_t off) {
+  for_each_row(w, first, s.q_heads, threads, [&](int l, int h, int i, std::size_t off) {
     llm_like_query_row(tables, head_tables(l, s.kv_head_of(h)), spec.seed, l, h, i,
                        w.q_data().data() + off);
   });
-  for_each_row(s, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
+  for_each_row(w, first, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
     llm_like_key_row(tables, head_tables(l, h), spec.seed, l, h, j, w.k_data().data() + off);
   });
-  for_each_row(s, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
+  for_each_row(w, first, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
     const double value_std = tables.layers[std::size_t(l)].value_std;
     const std::uint64_t id = stream_id(Stream::kValue, l, h);
     const std::uint64_t first = std::uint64_t(j) * s.head_dim;
@@ -168,9 +170,14 @@ void validate_spec(const WorkloadSpec& spec) {
   }
 }
 
-Workload prepare_workload(const WorkloadSpec& spec) {
-  validate_spec(spec);
-  Workload w(spec.shape);
+namespace {
+
+/// prepare_workload for `layers` of the spec's layers (the tensors' shape; the metadata is the
+/// whole spec's). Precondition: validate_spec(spec) passed.
+Workload prepare_layers(const WorkloadSpec& spec, int layers) {
+  Shape shape = spec.shape;
+  shape.layers = layers;
+  Workload w(shape);
   if (spec.score_scale > 0) w.set_score_scale(spec.score_scale);
   w.metadata["generator"] = to_string(spec.kind);
   if (spec.kind == GeneratorKind::kLlmLike) {
@@ -193,15 +200,31 @@ Workload prepare_workload(const WorkloadSpec& spec) {
   return w;
 }
 
-Workload generate_workload(const WorkloadSpec& spec, int threads) {
+}  // namespace
+
+Workload prepare_workload(const WorkloadSpec& spec) {
+  validate_spec(spec);
+  return prepare_layers(spec, spec.shape.layers);
+}
+
+Workload generate_layers(const WorkloadSpec& spec, int first, int count, int threads) {
+  validate_spec(spec);
   if (threads < 0) throw InputError("generator", "threads", "a count >= 0 (0: default)", std::to_string(threads));
-  Workload w = prepare_workload(spec);
+  if (first < 0 || count < 1 || first > spec.shape.layers - count) {
+    throw InputError("generator", "layers", "a range within the spec's " + std::to_string(spec.shape.layers) +
+                     " layers", "first " + std::to_string(first) + ", count " + std::to_string(count));
+  }
+  Workload w = prepare_layers(spec, count);
   if (spec.kind == GeneratorKind::kGaussian) {
-    generate_gaussian(spec, threads, w);
+    generate_gaussian(spec, first, threads, w);
   } else {
-    generate_llm_like(spec, threads, w);
+    generate_llm_like(spec, first, threads, w);
   }
   return w;
+}
+
+Workload generate_workload(const WorkloadSpec& spec, int threads) {
+  return generate_layers(spec, 0, spec.shape.layers, threads);
 }
 
 std::string to_string(GeneratorKind kind) {

@@ -145,6 +145,12 @@ Workload prepare_workload(const WorkloadSpec& spec);
 /// InputError for an invalid spec. Cost O(layers * heads * tokens * head_dim).
 Workload generate_workload(const WorkloadSpec& spec, int threads = 0);
 
+/// Layers [first, first + count) of generate_workload(spec, threads), bit for bit, as a workload
+/// of `count` layers with generate_workload's metadata: each layer keeps its own random streams,
+/// and the layers outside the range are not generated. Throws InputError for an invalid spec or a
+/// range outside 0..spec.shape.layers. Cost O(count * heads * tokens * head_dim).
+Workload generate_layers(const WorkloadSpec& spec, int first, int count, int threads = 0);
+
 /// "gaussian" / "llm-like"; parse throws InputError for other names.
 std::string to_string(GeneratorKind kind);
 GeneratorKind parse_generator_kind(const std::string& name);

@@ -1,7 +1,5 @@
 #include "core/profile_fit.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -13,6 +11,7 @@
 #include "core/counter_rng.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
+#include "core/parallel_units.hpp"
 
 namespace subevict {
 namespace {
@@ -43,13 +42,15 @@ constexpr double kGoodEnough = 0.25;
 constexpr double kNoSinkMass = 0.02;
 
 /// Layer `layer` of the twin generated from `spec` (shape.layers = layer + 1, every layer with
-/// the same parameters, so layer `layer` has the twin's own random streams), measured: only that
-/// layer's heads are inspected. The earlier layers are generated and not used (generation is cheap
-/// next to the O(n^2 d) measurement).
+/// the same parameters), measured. Only that layer is generated (generate_layers), with the twin's
+/// own random streams.
 LayerStatistics measure_generated_layer(const WorkloadSpec& spec, int layer, const InspectOptions& inspect) {
-  const Workload w = generate_workload(spec, 1);
+  const Workload w = generate_layers(spec, layer, 1, 1);
   std::vector<HeadStatistics> heads;
-  for (int h = 0; h < w.shape().q_heads; ++h) heads.push_back(inspect_head(w, layer, h, inspect));
+  for (int h = 0; h < w.shape().q_heads; ++h) {
+    heads.push_back(inspect_head(w, 0, h, inspect));
+    heads.back().layer = layer;
+  }
   return per_layer_statistics(heads, inspect.sink_head_threshold).front();
 }
 
@@ -235,20 +236,12 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
   twin_shape.tokens = tokens;
   ProfileFit fit;
   fit.layers.resize(targets.size());
-  const int team = options.threads > 0 ? options.threads : omp_get_max_threads();
-  std::string error;
-  int done = 0;
-#pragma omp parallel for num_threads(team) schedule(dynamic)
-  for (long long l = 0; l < (long long)targets.size(); ++l) {
-    try {
-      fit.layers[std::size_t(l)] = fit_layer(targets[std::size_t(l)], twin_shape, real.score_scale(), options);
-    } catch (const std::exception& e) {
-#pragma omp critical
-      error = e.what();
-    }
-#pragma omp critical(subevict_fit_progress)
-    if (options.progress) options.progress(++done, int(targets.size()));
-  }
+  const std::string error = parallel_units(
+      (long long)targets.size(), options.threads,
+      [&](long long l) {
+        fit.layers[std::size_t(l)] = fit_layer(targets[std::size_t(l)], twin_shape, real.score_scale(), options);
+      },
+      options.progress);
   if (!error.empty()) throw InputError("workload fit", "generated layer", "a valid generator spec", error);
   fit.profile.name = name;
   fit.profile.shape = s;

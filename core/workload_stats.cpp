@@ -1,7 +1,5 @@
 #include "core/workload_stats.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -9,6 +7,7 @@
 
 #include "core/attention.hpp"
 #include "core/metrics.hpp"
+#include "core/parallel_units.hpp"
 #include "core/statistics.hpp"
 
 namespace subevict {
@@ -72,20 +71,10 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
 std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOptions& opt) {
   const Shape& s = w.shape();
   std::vector<HeadStatistics> out(std::size_t(s.layers) * s.q_heads);
-  const int team = opt.threads > 0 ? opt.threads : omp_get_max_threads();
-  std::string error;
-  int done = 0;
-#pragma omp parallel for num_threads(team) schedule(dynamic)
-  for (long long h = 0; h < (long long)out.size(); ++h) {
-    try {
-      out[h] = inspect_head(w, int(h / s.q_heads), int(h % s.q_heads), opt);
-    } catch (const std::exception& e) {
-#pragma omp critical
-      error = e.what();
-    }
-#pragma omp critical(subevict_inspect_progress)
-    if (opt.progress) opt.progress(++done, int(out.size()));
-  }
+  const std::string error = parallel_units(
+      (long long)out.size(), opt.threads,
+      [&](long long h) { out[std::size_t(h)] = inspect_head(w, int(h / s.q_heads), int(h % s.q_heads), opt); },
+      opt.progress);
   if (!error.empty()) throw std::invalid_argument(error);
   return out;
 }

@@ -165,6 +165,32 @@ TEST(Generator, PerLayerParametersTakeEffectInTheirLayerOnly) {
   EXPECT_FALSE(a.k(1, 1) == b.k(1, 1));
 }
 
+TEST(Generator, GenerateLayersIsTheRangeOfTheWholeWorkloadBitForBit) {
+  WorkloadSpec spec = small_llm_spec(4, 4, 2, strong_sink());
+  spec.layer_params[2].sink_head_fraction = 0.5;
+  spec.layer_params[3].content_logit_std = 0.7;
+  const Workload whole = generate_workload(spec, 2);
+  for (const auto& [first, count] : {std::pair{0, 4}, {2, 2}, {3, 1}, {1, 1}}) {
+    SCOPED_TRACE(first);
+    const Workload part = generate_layers(spec, first, count, 1);
+    ASSERT_EQ(part.shape().layers, count);
+    EXPECT_EQ(part.metadata, whole.metadata);
+    for (int l = 0; l < count; ++l) {
+      for (int h = 0; h < 4; ++h) EXPECT_TRUE(part.q(l, h) == whole.q(first + l, h)) << "q layer " << l;
+      for (int h = 0; h < 2; ++h) {
+        EXPECT_TRUE(part.k(l, h) == whole.k(first + l, h)) << "k layer " << l;
+        EXPECT_TRUE(part.v(l, h) == whole.v(first + l, h)) << "v layer " << l;
+      }
+    }
+  }
+  WorkloadSpec gaussian = spec;
+  gaussian.kind = GeneratorKind::kGaussian;
+  EXPECT_TRUE(generate_layers(gaussian, 3, 1).k(0, 1) == generate_workload(gaussian).k(3, 1));
+  for (const auto& [first, count] : {std::pair{-1, 1}, {0, 0}, {3, 2}, {4, 1}}) {
+    EXPECT_THROW((void)generate_layers(spec, first, count), InputError) << first << " " << count;
+  }
+}
+
 TEST(Generator, SinkHeadFractionSetsTheShareOfHeadsThatAttendToTheSinks) {
   for (const auto& [fraction, low, high] : {std::tuple{0.0, 0.0, 0.0}, {1.0, 1.0, 1.0}, {0.5, 0.35, 0.65}}) {
     SCOPED_TRACE(fraction);
