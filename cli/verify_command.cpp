@@ -1,6 +1,7 @@
 // `subevict verify`: runs the registry of checks (proofs_checks/registry.hpp) on the built-in
 // LLM-like workload or an imported one, prints a table and writes report/ (report.md,
 // results.json, plots).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -11,14 +12,18 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "core/generator.hpp"
+#include "core/index_set.hpp"
 #include "core/input_error.hpp"
 #include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "core/workload_stats.hpp"
+#include "greedy/policy_spec.hpp"
 #include "proofs_checks/format.hpp"
+#include "proofs_checks/offline_gap.hpp"
 #include "proofs_checks/registry.hpp"
 #include "proofs_checks/report.hpp"
 #include "proofs_checks/runner.hpp"
+#include "proofs_checks/summary.hpp"
 #include "proofs_checks/workload_checks.hpp"
 
 namespace subevict::cli {
@@ -35,11 +40,14 @@ struct VerifyArgs {
   std::string workload;
   std::string json;
   bool fail_on_violation = false;
+  bool allow_nonfinite = false;
   int tokens = 1024;
   std::uint64_t seed = 7;
   double effort = 1.0;
   double budget_ratio = 0.2;
   std::string preset = "llama2-7b";
+  std::string layers;  // a layer set (core/index_set.hpp); empty: every layer of a file, layer 0 of a preset
+  std::vector<std::string> policies;  // each a policy LIST (greedy/policy_spec.hpp)
 };
 
 /// Which options were given on the command line (they override the config file).
@@ -120,10 +128,10 @@ std::vector<std::unique_ptr<pc::Check>> select_checks(const std::vector<std::str
 }
 
 void print_list() {
-  std::printf("%-32s %s\n", "id", "reference");
+  std::printf("%-32s %-12s %s\n", "id", "kind", "reference");
   for (const auto& c : pc::all_checks()) {
     const pc::CheckInfo i = c->info();
-    std::printf("%-32s %s\n", i.id.c_str(), i.reference.c_str());
+    std::printf("%-32s %-12s %s\n", i.id.c_str(), pc::kind_name(i.kind), i.reference.c_str());
   }
 }
 
@@ -137,13 +145,29 @@ bool uses_structure_checks(const std::vector<std::unique_ptr<pc::Check>>& checks
   return false;
 }
 
-/// The workload's statistics per head, measured once for every structure check, with progress.
-std::vector<HeadStatistics> measure_structure(const Workload& workload, bool quiet) {
-  Progress progress("verify: measuring attention", (long long)workload.shape().layers * workload.shape().q_heads,
-                    "heads", quiet);
+/// The statistics per head of `layers`, measured once for every structure check, with progress.
+std::vector<HeadStatistics> measure_structure(const Workload& workload, const std::vector<int>& layers, bool quiet) {
+  Progress progress("verify: measuring attention", (long long)layers.size() * workload.shape().q_heads, "heads", quiet);
   InspectOptions options;
+  options.layers = layers;
   options.progress = [&progress](int, int) { progress.advance(); };
   return inspect_workload(workload, options);
+}
+
+/// The specs of every --policy value, in order; a label given twice (in one value or across
+/// values) is an error naming it.
+std::vector<greedy::PolicySpec> parse_policies(const std::vector<std::string>& values) {
+  std::vector<greedy::PolicySpec> specs;
+  std::set<std::string> labels;
+  for (const std::string& value : values) {
+    for (greedy::PolicySpec& spec : greedy::parse_policy_list(value, "verify", "--policy", 16)) {
+      if (!labels.insert(spec.label()).second) {
+        throw InputError("verify", "--policy", "each policy once", spec.label() + " (listed twice)");
+      }
+      specs.push_back(std::move(spec));
+    }
+  }
+  return specs;
 }
 
 void run_verify(VerifyArgs args, const Given& given) {
@@ -151,15 +175,40 @@ void run_verify(VerifyArgs args, const Given& given) {
   validate(args, given);
   require_output_directory(args.json, "--json");
   const std::vector<std::unique_ptr<pc::Check>> checks = select_checks(args.checks);
+  const std::vector<greedy::PolicySpec> policies = parse_policies(args.policies);
   Workload workload;
   std::string description;
+  std::vector<int> layers;  // the layers the checks read
   if (!args.workload.empty()) {
-    workload = read_workload(args.workload);
+    ReadOptions read_options;
+    read_options.allow_nonfinite = args.allow_nonfinite;
+    workload = read_workload(args.workload, read_options);
+    layers = parse_index_set(args.layers.empty() ? "all" : args.layers, workload.shape().layers,
+                             {"verify", "--layers", "layers"});
+    // The checks read the chosen layers: they cannot run on non-finite attention even when the file is accepted.
+    if (args.allow_nonfinite) {
+      std::vector<int> kv_heads(std::size_t(workload.shape().kv_heads));
+      for (std::size_t h = 0; h < kv_heads.size(); ++h) kv_heads[h] = int(h);
+      require_finite(workload, layers, kv_heads, args.workload,
+                     "in the layers checked (--allow-nonfinite accepts the file, but the checks compute on the "
+                     "attention of every layer they read: leave the layer out with --layers)");
+    }
     description = "imported " + args.workload + " (" + to_string(workload.shape()) + ")";
   } else {
-    workload = generate_workload(spec_from_preset(args.preset, args.tokens, 1, args.seed));
+    // Layer 0 by default; a layer set is read against the preset's layers and the layers up to the
+    // last one listed are generated (a generated layer does not depend on the layers after it).
+    const int model_layers = spec_from_preset(args.preset, args.tokens, 0, args.seed).shape.layers;
+    layers = parse_index_set(args.layers.empty() ? "0" : args.layers, model_layers, {"verify", "--layers", "layers"});
+    workload = generate_workload(spec_from_preset(args.preset, args.tokens, layers.back() + 1, args.seed));
     description = "built-in LLM-like " + args.preset + ", " + to_string(workload.shape()) + ", seed " +
                   std::to_string(args.seed);
+  }
+  if (layers.size() < std::size_t(workload.shape().layers)) description += ", layers " + format_index_set(layers);
+  const int offline_tokens = std::min(workload.shape().tokens, pc::kMaxOfflineTokens);
+  for (const greedy::PolicySpec& spec : policies) {
+    greedy::check_policy_budget(spec, offline_tokens,
+                                pc::offline_comparison_budget(workload.shape().tokens, args.budget_ratio), "verify",
+                                "--policy");
   }
   std::cout << "workload: " << description << "\n\n";
   pc::CheckContext context;
@@ -167,36 +216,36 @@ void run_verify(VerifyArgs args, const Given& given) {
   context.seed = args.seed;
   context.effort = args.effort;
   context.budget_ratio = args.budget_ratio;
+  context.layers = layers;
+  context.policies = policies;
   std::vector<HeadStatistics> head_statistics;
   if (uses_structure_checks(checks)) {
-    head_statistics = measure_structure(workload, args.quiet);
+    head_statistics = measure_structure(workload, layers, args.quiet);
     context.head_statistics = &head_statistics;
   }
   std::vector<const pc::Check*> pointers;
   for (const auto& c : checks) pointers.push_back(c.get());
-  std::printf("%-32s %-19s %s\n", "check", "status", "key number");
+  std::printf("%-32s %-12s %-19s %s\n", "check", "kind", "status", "key number");
   const std::vector<pc::CheckRun> runs = pc::run_checks(pointers, context, [](const pc::CheckRun& run) {
-    std::printf("%-32s %-19s %s\n", run.info.id.c_str(), pc::outcome_name(run.result.outcome),
-                run.result.key_number.c_str());
+    std::printf("%-32s %-12s %-19s %s\n", run.info.id.c_str(), pc::kind_name(run.info.kind),
+                pc::status_name(run.info.kind, run.result.outcome), run.result.key_number.c_str());
     std::fflush(stdout);
   });
-  const pc::RunSettings settings{description, args.seed, args.effort, args.budget_ratio,
-                                 per_layer_statistics(head_statistics)};
+  pc::RunSettings settings{description, args.seed, args.effort, args.budget_ratio,
+                           per_layer_statistics(head_statistics)};
+  settings.checked_layers = layers;
+  for (const greedy::PolicySpec& spec : policies) settings.policies.push_back(spec.label());
   const std::string note = pc::write_report(args.output, runs, settings);
   if (!note.empty()) std::cerr << "subevict: warning: " << note << "\n";
   if (!args.json.empty()) write_json(args.json, pc::results_json(runs, settings));
-  int violated = 0, errors = 0;
-  for (const pc::CheckRun& run : runs) {
-    violated += run.result.outcome == pc::Outcome::violated ? 1 : 0;
-    errors += run.error.empty() ? 0 : 1;
-  }
-  std::cout << "\n" << runs.size() << " checks, " << violated << " violated; report written to " << args.output << "\n";
-  if (errors > 0) {
-    std::cerr << "subevict: error: " << errors << " check(s) stopped with an error (see " << args.output
+  const pc::RunSummary summary = pc::summarize(runs);
+  std::cout << "\n" << pc::summary_line(summary) << "; report written to " << args.output << "\n";
+  if (summary.errors > 0) {
+    std::cerr << "subevict: error: " << summary.errors << " check(s) stopped with an error (see " << args.output
               << "/report.md)\n";
     throw CLI::RuntimeError(2);
   }
-  if (args.fail_on_violation && violated > 0) throw CLI::RuntimeError(1);
+  if (args.fail_on_violation && summary.failures() > 0) throw CLI::RuntimeError(1);
 }
 
 }  // namespace
@@ -206,14 +255,24 @@ void add_verify_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "verify", "Run every check of the theory (the registry) and write report/ (report.md, results.json, plots)");
   cmd->add_option("-o,--output", args->output, "Report directory")->capture_default_str();
-  cmd->add_flag("--list", args->list, "List the registered checks and exit");
+  cmd->add_flag("--list", args->list, "List the registered checks (id, kind, reference) and exit");
   cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
   CLI::Option* check = cmd->add_option("--check", args->checks, "Run only this check (repeatable)");
   cmd->add_option("--config", args->config,
                   "JSON file with keys tokens, seed, effort, budget_ratio, preset, checks (the command line wins)");
   cmd->add_option("--workload", args->workload, "Imported workload (FILE.safetensors from scripts/export_qkv.py, or a q/k/v.npy directory)");
   cmd->add_option("--json", args->json, "Also write results.json to this file");
-  cmd->add_flag("--fail-on-violation", args->fail_on_violation, "Exit with status 1 if any check is violated");
+  cmd->add_flag("--allow-nonfinite", args->allow_nonfinite,
+                "Read a --workload file holding NaN/Inf (verify still refuses one in a layer it checks)");
+  cmd->add_option("--layers", args->layers,
+                  "Layers the checks read: a list of layers and ranges such as 0,14,20-29, or all; a single number "
+                  "N is layer N alone (default: every layer of --workload; layer 0 of the built-in workload, whose "
+                  "layers up to the last one listed are generated)");
+  cmd->add_option("--policy", args->policies,
+                  "A policy h2o.greedy_vs_offline_optimum compares with the optimum, NAME or NAME:KEY=VALUE,... as "
+                  "in simulate --policies (repeatable, or a comma list; default h2o, local, streamingllm, tova, "
+                  "l2norm compressing every layer, random)");
+  cmd->add_flag("--fail-on-violation", args->fail_on_violation, "Exit with status 1 if a claim is violated or an erratum's corrected form fails (never for a measurement)");
   CLI::Option* tokens = cmd->add_option("--tokens", args->tokens, "Tokens of the built-in workload")->capture_default_str();
   CLI::Option* seed = cmd->add_option("--seed", args->seed, "Seed of the workload and of every check")->capture_default_str();
   CLI::Option* effort = cmd->add_option("--effort", args->effort, "Scale of every check's instance count (1 = default)")

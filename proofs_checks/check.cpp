@@ -1,8 +1,18 @@
 #include "proofs_checks/check.hpp"
 
 #include <stdexcept>
+#include <string>
 
 namespace subevict::proofs_checks {
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::claim: return "claim";
+    case Kind::measurement: return "measurement";
+    case Kind::erratum: return "erratum";
+  }
+  throw std::invalid_argument("kind_name: unknown Kind value");
+}
 
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {
@@ -10,8 +20,29 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::violated: return "violated";
     case Outcome::hypotheses_not_met: return "hypotheses not met";
     case Outcome::inconclusive: return "inconclusive";
+    case Outcome::measured: return "measured";
   }
   throw std::invalid_argument("outcome_name: unknown Outcome value");
+}
+
+bool outcome_allowed(Kind kind, Outcome outcome) {
+  if (kind == Kind::measurement) return outcome == Outcome::measured || outcome == Outcome::inconclusive;
+  return outcome != Outcome::measured;
+}
+
+const char* status_name(Kind kind, Outcome outcome) {
+  if (!outcome_allowed(kind, outcome)) {
+    throw std::invalid_argument(std::string("status_name: a check of kind ") + kind_name(kind) + " cannot be \"" +
+                                outcome_name(outcome) + "\"");
+  }
+  return kind == Kind::erratum && outcome == Outcome::held ? "confirmed" : outcome_name(outcome);
+}
+
+double measurement_value(const CheckResult& result, const std::string& name) {
+  for (const Measurement& m : result.measurements) {
+    if (m.name == name) return m.value;
+  }
+  throw std::out_of_range("measurement_value: no measurement named \"" + name + "\"");
 }
 
 void conclude(CheckResult& result) {
@@ -29,6 +60,47 @@ void conclude(CheckResult& result) {
   result.violation_rate = result.hypotheses_held > 0
                               ? clopper_pearson(result.violations, result.hypotheses_held)
                               : Interval{0.0, 1.0};
+}
+
+namespace {
+
+/// Why a measurement's result carries a claim's verdict; empty when it does not.
+std::string claim_verdict_in(const CheckResult& result) {
+  if (result.hypotheses_held != 0 || result.violations != 0) {
+    return "hypotheses_held = " + std::to_string(result.hypotheses_held) + " and violations = " +
+           std::to_string(result.violations) + " (expected 0)";
+  }
+  if (result.counterexample) return "a counterexample";
+  return "";
+}
+
+}  // namespace
+
+void conclude_measurement(CheckResult& result) {
+  const std::string verdict = claim_verdict_in(result);
+  if (!verdict.empty()) throw std::logic_error("conclude_measurement: a measurement carries " + verdict);
+  result.outcome = result.instances > 0 ? Outcome::measured : Outcome::inconclusive;
+  result.violation_rate = Interval{0.0, 1.0};
+}
+
+void require_consistent(const CheckInfo& info, const CheckResult& result) {
+  if (!outcome_allowed(info.kind, result.outcome)) {
+    throw std::logic_error("check " + info.id + " is a " + kind_name(info.kind) + " but reported \"" +
+                           outcome_name(result.outcome) + "\"" +
+                           (info.kind == Kind::measurement ? ": a measurement reports numbers, never a verdict"
+                                                           : ": only a measurement is \"measured\""));
+  }
+  if (info.kind == Kind::measurement) {
+    const std::string verdict = claim_verdict_in(result);
+    if (!verdict.empty()) throw std::logic_error("check " + info.id + " is a measurement but its result carries " + verdict);
+  }
+}
+
+std::vector<int> checked_layers(const CheckContext& context) {
+  if (!context.layers.empty() || context.workload == nullptr) return context.layers;
+  std::vector<int> all(std::size_t(context.workload->shape().layers));
+  for (std::size_t l = 0; l < all.size(); ++l) all[l] = int(l);
+  return all;
 }
 
 }  // namespace subevict::proofs_checks

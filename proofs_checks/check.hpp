@@ -13,20 +13,55 @@
 #include "core/statistics.hpp"
 #include "core/workload.hpp"
 #include "core/workload_stats.hpp"
+#include "greedy/policy_spec.hpp"
 
 namespace subevict::proofs_checks {
 
-/// What a run of a check concluded.
-/// - held: on every instance where the hypotheses held, the conclusion held.
+/// What kind of statement a check tests. The kind fixes which outcomes its results may have
+/// (outcome_allowed) and how `verify` counts them (proofs_checks/summary.hpp).
+/// - claim: a falsifiable statement, hypotheses ⇒ conclusion, taken from a paper or theory.md and
+///   tested on instances where it could fail: a theorem or lemma whose proof or constants could be
+///   wrong, or an empirical statement about attention. Outcomes: held, violated,
+///   hypotheses_not_met, inconclusive.
+/// - measurement: reports numbers (constants, ratios, rounding errors) and claims nothing that an
+///   instance could refute: the constants are fitted as the smallest values that make a condition
+///   hold, or the property follows from the definitions in one step, so only rounding or a bug
+///   could move the numbers. It never holds and is never violated. Outcomes: measured (its numbers
+///   are in `measurements` and the key number), inconclusive (nothing could be measured, or the
+///   check stopped with an error). Its result leaves hypotheses_held and violations at 0 and has
+///   no counterexample.
+/// - erratum: a printed form in a paper and its correction. Outcomes: held, printed "confirmed"
+///   (status_name): the printed form was shown to fail on some instance AND the corrected form
+///   held on every instance whose hypotheses held; violated: the corrected form failed (then
+///   `counterexample` is the corrected form's failure); hypotheses_not_met: the corrected form's
+///   hypotheses never held; inconclusive: the printed form was not shown to fail, or the run
+///   could not decide.
+enum class Kind { claim, measurement, erratum };
+
+/// "claim", "measurement", "erratum".
+const char* kind_name(Kind kind);
+
+/// What a run of a check concluded; which values a check may report depends on its Kind.
+/// - held: on every instance where the hypotheses held, the conclusion held (claims; for an
+///   erratum: confirmed, see Kind).
 /// - violated: at least one instance satisfied the hypotheses and not the conclusion (for an
-///   erratum check: the printed form was shown to fail AND the corrected form held is `held`;
-///   the corrected form failing is `violated`).
+///   erratum: the corrected form failed).
 /// - hypotheses_not_met: no instance satisfied the hypotheses, so the conclusion was not tested.
 /// - inconclusive: the run could not decide (e.g. a solver did not finish, too few instances).
-enum class Outcome { held, violated, hypotheses_not_met, inconclusive };
+/// - measured: a measurement's numbers were computed (measurements only).
+enum class Outcome { held, violated, hypotheses_not_met, inconclusive, measured };
 
-/// "held", "violated", "hypotheses not met", "inconclusive".
+/// "held", "violated", "hypotheses not met", "inconclusive", "measured".
 const char* outcome_name(Outcome outcome);
+
+/// Whether a check of `kind` may report `outcome`: measured and inconclusive for a measurement;
+/// every outcome except measured for a claim or an erratum.
+bool outcome_allowed(Kind kind, Outcome outcome);
+
+/// The word the table, report.md and results.json print for a result: "confirmed" for an erratum
+/// that held, outcome_name(outcome) otherwise. Throws std::invalid_argument when
+/// !outcome_allowed(kind, outcome).
+const char* status_name(Kind kind, Outcome outcome);
 
 /// One named number a check measured. Every number quoted in report.md is one of these, so it
 /// can be traced to results.json by (check id, name).
@@ -43,12 +78,25 @@ struct Counterexample {
   std::vector<Measurement> numbers;  ///< the quantities the description quotes
 };
 
-/// A series for a plot: y against x, one line in the figure named by `plot`.
+/// How a Series is drawn in its figure (core/plot.hpp draws it).
+/// - line: points joined in x order over a numeric x axis (k, a budget, an iteration, R).
+/// - categorical: one unjoined marker per x, each x a category (a layer, a (layer, KV head)
+///   group); a figure with any categorical series has a categorical x axis, whose categories are
+///   the distinct x of the figure's series in ascending order, named by `x_names`, and draws
+///   every series of it side by side within each category, never joined.
+/// - bound: like line, drawn as a dashed black reference curve (a closed-form bound or optimum).
+/// - threshold: a horizontal dashed line at y[0] across the figure (a claim's threshold).
+enum class SeriesStyle { line, categorical, bound, threshold };
+
+/// A series for a plot: y against x, one legend entry in the figure named by `plot`.
 struct Series {
   std::string plot;    ///< file stem of the figure, e.g. "greedy_vs_optimum"; several series share one
   std::string label;   ///< legend entry
-  std::string x_label, y_label;
+  std::string x_label, y_label;  ///< axis labels with units; the first series of a plot sets them
   std::vector<double> x, y;
+  SeriesStyle style = SeriesStyle::line;
+  std::vector<std::string> x_names{};  ///< categorical: the name of category x[i] (empty: the number x[i])
+  std::string title{};  ///< the figure's title: the first non-empty one of a plot's series (none: y against x)
 };
 
 /// The result of one run of one check.
@@ -68,9 +116,20 @@ struct CheckResult {
   std::string notes;  ///< anything a reader must know to interpret the numbers
 };
 
-/// Fills outcome, violation_rate and key_number's counts from instances, hypotheses_held and
-/// violations: violated if violations > 0, held if hypotheses_held > 0, else hypotheses_not_met.
+/// The value of the measurement named `name` in `result`. Throws std::out_of_range naming it when
+/// there is none. O(measurements).
+double measurement_value(const CheckResult& result, const std::string& name);
+
+/// For a claim or an erratum: fills outcome and violation_rate from instances, hypotheses_held
+/// and violations: violated if violations > 0, held if hypotheses_held > 0, else
+/// hypotheses_not_met. Throws std::invalid_argument unless 0 <= violations <= hypotheses_held <=
+/// instances.
 void conclude(CheckResult& result);
+
+/// For a measurement: outcome measured when instances > 0, else inconclusive. Throws
+/// std::logic_error when the result carries a claim's verdict (hypotheses_held or violations
+/// non-zero, or a counterexample): a measurement reports its numbers in `measurements`.
+void conclude_measurement(CheckResult& result);
 
 /// Everything a check may read. Checks draw all randomness from `seed` (no global state), and
 /// scale their instance counts by `effort` (1 = the default `verify` budget of a few seconds per
@@ -80,10 +139,20 @@ struct CheckContext {
   std::uint64_t seed = 0;
   double effort = 1.0;  ///< > 0
   double budget_ratio = 0.2;  ///< cache budget k = ceil(ratio · tokens) for dynamic checks
-  /// inspect_workload(*workload) with default InspectOptions when the caller measured it once for
-  /// every structure check (verify does); null: each check measures the workload itself.
+  /// inspect_workload(*workload) with default InspectOptions except `layers` (= checked_layers)
+  /// when the caller measured it once for every structure check (verify does); null: each check
+  /// measures the workload itself.
   const std::vector<HeadStatistics>* head_statistics = nullptr;
+  /// The layers of the workload the checks read, ascending, each in range (verify --layers); empty:
+  /// every layer. Every check that reads the workload picks its heads from these layers only.
+  std::vector<int> layers;
+  /// The policies h2o.greedy_vs_offline_optimum compares with the optimum (verify --policy); empty:
+  /// its default comparison_policies (proofs_checks/offline_gap.hpp).
+  std::vector<greedy::PolicySpec> policies;
 };
+
+/// context.layers, or every layer of context.workload when it is empty (none without a workload).
+[[nodiscard]] std::vector<int> checked_layers(const CheckContext& context);
 
 /// Static description of a check, shown by `verify --list` and in the report.
 struct CheckInfo {
@@ -94,7 +163,15 @@ struct CheckInfo {
   std::string conclusion;  ///< as checked
   std::vector<std::string> families;  ///< "random small", "LLM-like workload", "adversarial", ...
   std::string source;      ///< the source file implementing it, e.g. "proofs_checks/dynamic_lemmas.cpp"
+  /// What the check tests (see Kind). For a measurement, `statement` says what is measured and why
+  /// it cannot fail, `hypotheses` the setting it is measured in, `conclusion` the numbers reported.
+  Kind kind = Kind::claim;
 };
+
+/// Throws std::logic_error naming the check when !outcome_allowed(info.kind, result.outcome), or
+/// when a measurement's result carries a claim's verdict (see conclude_measurement). The runner
+/// calls it on every result, so a measurement can never be reported as held.
+void require_consistent(const CheckInfo& info, const CheckResult& result);
 
 /// One executable guarantee. Implementations are stateless; `run` is const and thread-compatible.
 class Check {

@@ -6,12 +6,16 @@
 #include <filesystem>
 #include <map>
 #include <span>
+#include <stdexcept>
 #include <sstream>
 
 #include "core/atomic_file.hpp"
+#include "core/index_set.hpp"
 #include "core/input_error.hpp"
+#include "core/plot.hpp"
 #include "core/staged_directory.hpp"
 #include "proofs_checks/format.hpp"
+#include "proofs_checks/summary.hpp"
 
 namespace subevict::proofs_checks {
 namespace {
@@ -42,13 +46,6 @@ void measurement_table(std::ostringstream& md, const std::vector<Measurement>& m
   }
 }
 
-/// A gnuplot single-quoted string ('' escapes a quote).
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 void write_text(const fs::path& path, const std::string& text) {
   const std::span<const std::byte> bytes = std::as_bytes(std::span(text.data(), text.size()));
   write_file_atomically(path.string(), std::span(&bytes, 1));
@@ -57,6 +54,10 @@ void write_text(const fs::path& path, const std::string& text) {
 std::string counts_line(const CheckRun& run) {
   const CheckResult& r = run.result;
   std::ostringstream out;
+  if (run.info.kind == Kind::measurement) {  // no hypotheses, no violations: only what was measured
+    out << "instances " << r.instances << ", " << format_number(run.seconds) << " s";
+    return out.str();
+  }
   out << "instances " << r.instances << ", hypotheses held on " << r.hypotheses_held << ", violations "
       << r.violations << ", worst slack " << format_number(r.worst_slack) << ", violation rate 95% interval ["
       << format_number(r.violation_rate.lower) << ", " << format_number(r.violation_rate.upper) << "], "
@@ -67,41 +68,11 @@ std::string counts_line(const CheckRun& run) {
 /// The figure of the per-layer structure (RunSettings::layers).
 constexpr const char* kLayerFigure = "structure_by_layer";
 
-/// A gnuplot script drawing `named` series (label, y per x) as points joined by lines over x.
-std::string series_plot(const std::string& plot, const std::string& title, const std::string& x_label,
-                        const std::string& y_label, const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& named) {
-  std::ostringstream gp, data, command;
-  gp.precision(17);
-  data.precision(17);
-  int block = 0;
-  for (const auto& [label, points] : named) {
-    data << "$d" << block << " << EOD\n";
-    for (const auto& [x, y] : points) {
-      if (std::isfinite(x) && std::isfinite(y)) data << x << ' ' << y << '\n';
-    }
-    data << "EOD\n";
-    command << (block ? ", " : "plot ") << "$d" << block << " with linespoints title " << quoted(label);
-    ++block;
-  }
-  gp << data.str() << "set title " << quoted(title) << " noenhanced\nset xlabel " << quoted(x_label)
-     << " noenhanced\nset ylabel " << quoted(y_label) << " noenhanced\nset key below noenhanced\nset grid\n"
-     << "set terminal svg size 800,500\nset output " << quoted(plot + ".svg") << "\n" << command.str() << "\n"
-     << "set terminal pngcairo size 800,500\nset output " << quoted(plot + ".png") << "\nreplot\nunset output\n";
-  return gp.str();
-}
-
-std::string layer_figure_script(const std::vector<LayerStatistics>& layers) {
-  std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> named = {
-      {"sparsity", {}}, {"first-token mass", {}}, {"sink-head rate", {}}, {"top-10% share", {}}, {"recent mass", {}}};
-  for (const LayerStatistics& l : layers) {
-    const double x = l.layer;
-    named[0].second.push_back({x, l.mean.sparsity});
-    named[1].second.push_back({x, l.mean.first_token_mass});
-    named[2].second.push_back({x, l.sink_head_rate});
-    named[3].second.push_back({x, l.mean.received_top_share});
-    named[4].second.push_back({x, l.mean.recent_mass});
-  }
-  return series_plot(kLayerFigure, "attention structure by layer (mean over heads)", "layer", "share", named);
+/// A check series' mark: categorical figures never join points.
+plot::Mark mark_of(const Series& s, bool categorical) {
+  if (s.style == SeriesStyle::threshold) return plot::Mark::threshold;
+  if (s.style == SeriesStyle::bound) return plot::Mark::bound;
+  return categorical ? plot::Mark::points : plot::Mark::lines;
 }
 
 }  // namespace
@@ -112,14 +83,11 @@ nlohmann::json json_number(double value) {
 }
 
 nlohmann::json results_json(const std::vector<CheckRun>& runs, const RunSettings& settings) {
+  const RunSummary summary = summarize(runs);
   nlohmann::json checks = nlohmann::json::array();
-  std::map<std::string, int> summary = {{"held", 0}, {"violated", 0}, {"hypotheses not met", 0}, {"inconclusive", 0}};
-  int errors = 0;
   for (const CheckRun& run : runs) {
     const CheckInfo& i = run.info;
     const CheckResult& r = run.result;
-    ++summary[outcome_name(r.outcome)];
-    errors += run.error.empty() ? 0 : 1;
     nlohmann::json series = nlohmann::json::array();
     for (const Series& s : r.series) {
       nlohmann::json x = nlohmann::json::array(), y = nlohmann::json::array();
@@ -140,9 +108,10 @@ nlohmann::json results_json(const std::vector<CheckRun>& runs, const RunSettings
                       {"conclusion", i.conclusion},
                       {"families", i.families},
                       {"source", i.source},
+                      {"kind", kind_name(i.kind)},
                       {"seconds", run.seconds},
                       {"error", run.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.error)},
-                      {"outcome", outcome_name(r.outcome)},
+                      {"outcome", status_name(i.kind, r.outcome)},
                       {"key_number", r.key_number},
                       {"instances", r.instances},
                       {"hypotheses_held", r.hypotheses_held},
@@ -162,27 +131,46 @@ nlohmann::json results_json(const std::vector<CheckRun>& runs, const RunSettings
     layers.push_back(row);
   }
   return {{"settings", {{"workload", settings.workload}, {"seed", settings.seed}, {"effort", settings.effort},
-                        {"budget_ratio", settings.budget_ratio}}},
+                        {"budget_ratio", settings.budget_ratio},
+                        {"layers", settings.checked_layers},
+                        {"layers_text", format_index_set(settings.checked_layers)},
+                        {"policies", settings.policies.empty() ? nlohmann::json("default")
+                                                               : nlohmann::json(settings.policies)}}},
           {"layers", layers},
           {"checks", checks},
-          {"summary", {{"held", summary["held"]}, {"violated", summary["violated"]},
-                       {"hypotheses_not_met", summary["hypotheses not met"]},
-                       {"inconclusive", summary["inconclusive"]}, {"errors", errors}}}};
+          {"summary",
+           {{"claims", {{"held", summary.claims_held}, {"violated", summary.claims_violated},
+                        {"hypotheses_not_met", summary.claims_hypotheses_not_met},
+                        {"inconclusive", summary.claims_inconclusive}}},
+            {"measurements", {{"measured", summary.measured}, {"inconclusive", summary.measurements_inconclusive}}},
+            {"errata", {{"confirmed", summary.errata_confirmed}, {"corrected_form_violated", summary.errata_violated},
+                        {"not_confirmed", summary.errata_not_confirmed}}},
+            {"errors", summary.errors},
+            {"line", summary_line(summary)}}}};
 }
 
 std::string report_markdown(const std::vector<CheckRun>& runs, const RunSettings& settings,
                             const std::vector<std::string>& figures, const std::string& plot_note) {
+  std::string policies;
+  for (const std::string& p : settings.policies) policies += (policies.empty() ? "" : ", ") + p;
+  if (policies.empty()) policies = "default";
   std::ostringstream md;
   md << "# subevict verify report\n\n"
      << "Workload: " << settings.workload << ". Seed " << settings.seed << ", effort "
      << format_number(settings.effort) << ", budget ratio " << format_number(settings.budget_ratio)
+     << ". Layers checked: " << (settings.checked_layers.empty() ? "none" : format_index_set(settings.checked_layers))
+     << ". Policies against the offline optimum: " << policies
      << ". Every number below is in results.json under the check's id (measurements by name).\n\n";
-  md << "| check | status | key number |\n|---|---|---|\n";
+  const RunSummary summary = summarize(runs);
+  md << "| check | kind | status | key number |\n|---|---|---|---|\n";
   for (const CheckRun& run : runs) {
-    md << "| `" << run.info.id << "` | " << outcome_name(run.result.outcome) << " | " << cell(run.result.key_number)
-       << " |\n";
+    md << "| `" << run.info.id << "` | " << kind_name(run.info.kind) << " | "
+       << status_name(run.info.kind, run.result.outcome) << " | " << cell(run.result.key_number) << " |\n";
   }
-  md << "\n## Summary\n\n### Claims that held on the default workloads\n\n";
+  md << "\n## Summary\n\n" << summary_line(summary)
+     << ".\n\nA claim is a statement that an instance could refute; a measurement reports numbers (fitted "
+        "constants, ratios, rounding errors) and is never counted as held; an erratum is confirmed when the printed "
+        "form failed and the corrected form held.\n\n### Claims that held on the default workloads\n\n";
   const auto list = [&](auto keep) {
     int count = 0;
     for (const CheckRun& run : runs) {
@@ -199,20 +187,29 @@ std::string report_markdown(const std::vector<CheckRun>& runs, const RunSettings
     if (count == 0) md << "- none\n";
     md << "\n";
   };
-  list([](const CheckRun& r) { return r.result.outcome == Outcome::held; });
+  const auto claim_with = [](auto keep) {
+    return [keep](const CheckRun& r) { return r.info.kind == Kind::claim && keep(r.result.outcome); };
+  };
+  list(claim_with([](Outcome o) { return o == Outcome::held; }));
   md << "### Claims that did not hold on the default workloads\n\n";
-  list([](const CheckRun& r) { return r.result.outcome == Outcome::violated; });
+  list(claim_with([](Outcome o) { return o == Outcome::violated; }));
   md << "### Claims not tested (hypotheses not met, inconclusive or errors)\n\n";
-  list([](const CheckRun& r) {
-    return r.result.outcome == Outcome::hypotheses_not_met || r.result.outcome == Outcome::inconclusive;
-  });
+  list(claim_with([](Outcome o) { return o == Outcome::hypotheses_not_met || o == Outcome::inconclusive; }));
+  md << "### Measurements (numbers, not verdicts)\n\n";
+  list([](const CheckRun& r) { return r.info.kind == Kind::measurement; });
+  md << "### Errata confirmed (printed form fails, corrected form holds)\n\n";
+  list([](const CheckRun& r) { return r.info.kind == Kind::erratum && r.result.outcome == Outcome::held; });
+  md << "### Errata not confirmed (corrected form violated, or printed form not shown to fail)\n\n";
+  list([](const CheckRun& r) { return r.info.kind == Kind::erratum && r.result.outcome != Outcome::held; });
   md << "## Checks\n";
   for (const CheckRun& run : runs) {
     const CheckInfo& i = run.info;
     const CheckResult& r = run.result;
-    md << "\n### `" << i.id << "`: " << outcome_name(r.outcome) << "\n\n"
-       << "- Reference: " << i.reference << "\n- Statement: " << i.statement << "\n- Hypotheses: " << i.hypotheses
-       << "\n- Conclusion: " << i.conclusion << "\n- Instance families: ";
+    const bool measurement = i.kind == Kind::measurement;
+    md << "\n### `" << i.id << "` (" << kind_name(i.kind) << "): " << status_name(i.kind, r.outcome) << "\n\n"
+       << "- Reference: " << i.reference << (measurement ? "\n- Measures: " : "\n- Statement: ") << i.statement
+       << (measurement ? "\n- Setting: " : "\n- Hypotheses: ") << i.hypotheses
+       << (measurement ? "\n- Reports: " : "\n- Conclusion: ") << i.conclusion << "\n- Instance families: ";
     for (std::size_t k = 0; k < i.families.size(); ++k) md << (k ? "; " : "") << i.families[k];
     md << "\n- Source: `" << i.source << "`\n- Result: " << r.key_number << "\n- Counts: " << counts_line(run) << "\n\n";
     if (!r.measurements.empty()) measurement_table(md, r.measurements);
@@ -251,7 +248,7 @@ std::string report_markdown(const std::vector<CheckRun>& runs, const RunSettings
   }
   md << "\n## Figures\n\n";
   if (!plot_note.empty()) md << plot_note << "\n\n";
-  for (const std::string& f : figures) md << "- " << f << ".svg, " << f << ".png (script " << f << ".gp)\n";
+  for (const std::string& f : figures) md << "- " << f << ".svg, " << f << ".png (data " << f << ".dat, script " << f << ".gp)\n";
   return md.str();
 }
 
@@ -263,20 +260,83 @@ std::vector<std::string> plot_names(const std::vector<CheckRun>& runs) {
   return names;
 }
 
-std::string gnuplot_script(const std::vector<CheckRun>& runs, const std::string& plot) {
-  std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> named;
-  std::string x_label, y_label;
-  for (const CheckRun& run : runs) {
-    for (const Series& s : run.result.series) {
-      if (s.plot != plot) continue;
-      x_label = s.x_label;
-      y_label = s.y_label;
-      std::vector<std::pair<double, double>> points;
-      for (std::size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) points.push_back({s.x[k], s.y[k]});
-      named.push_back({s.label + " (" + run.info.id + ")", std::move(points)});
+plot::Figure check_figure(const std::vector<CheckRun>& runs, const std::string& name) {
+  std::vector<std::pair<const Series*, const std::string*>> members;  // (series, check id)
+  for (const CheckRun& run : runs)
+    for (const Series& s : run.result.series)
+      if (s.plot == name) members.push_back({&s, &run.info.id});
+  plot::Figure figure;
+  figure.name = name;
+  if (members.empty()) return figure;
+  const bool categorical = std::any_of(members.begin(), members.end(),
+                                       [](const auto& m) { return m.first->style == SeriesStyle::categorical; });
+  figure.x_label = members.front().first->x_label;
+  figure.y_label = members.front().first->y_label;
+  for (const auto& [s, id] : members)
+    if (figure.title.empty()) figure.title = s->title;
+  if (figure.title.empty()) figure.title = figure.y_label + " against " + figure.x_label;
+  figure.x_axis = categorical ? plot::XAxis::categorical : plot::XAxis::linear;
+  figure.x_column = categorical ? "category" : "x";
+  // Categories: the distinct x of the series, ascending, named by the first series that names them.
+  std::map<double, std::string> names;
+  for (const auto& [s, id] : members) {
+    if (!categorical || s->style == SeriesStyle::threshold) continue;
+    for (std::size_t k = 0; k < s->x.size(); ++k) {
+      if (!std::isfinite(s->x[k])) continue;
+      std::string& n = names[s->x[k]];
+      if (n.empty()) n = k < s->x_names.size() ? s->x_names[k] : format_number(s->x[k]);
     }
   }
-  return series_plot(plot, plot, x_label, y_label, named);
+  std::map<double, double> index;
+  for (const auto& [x, n] : names) {
+    index[x] = double(figure.categories.size());
+    figure.categories.push_back(n);
+  }
+  for (const auto& [s, id] : members) {
+    // The check's id only where two series of the figure share a label.
+    const bool shared = std::count_if(members.begin(), members.end(),
+                                      [&](const auto& m) { return m.first->label == s->label; }) > 1;
+    plot::Series p{shared ? s->label + " (" + *id + ")" : s->label, {}, {}, mark_of(*s, categorical)};
+    // Several points at one x (instances sharing a parameter) are drawn as their minimum.
+    std::map<double, double> lowest;
+    for (std::size_t k = 0; k < std::min(s->x.size(), s->y.size()); ++k) {
+      if (p.mark == plot::Mark::threshold || (categorical && !index.count(s->x[k]))) continue;
+      const double x = categorical ? index.at(s->x[k]) : s->x[k];
+      const auto [it, fresh] = lowest.emplace(x, s->y[k]);
+      if (!fresh) it->second = std::min(it->second, s->y[k]);
+    }
+    if (lowest.size() < std::min(s->x.size(), s->y.size()) && p.mark != plot::Mark::threshold) {
+      p.label += " (min at each x)";
+    }
+    for (const auto& [x, y] : lowest) {
+      p.x.push_back(x);
+      p.y.push_back(y);
+    }
+    if (p.mark == plot::Mark::threshold && !s->y.empty()) p.y = {s->y.front()};
+    figure.series.push_back(std::move(p));
+  }
+  return figure;
+}
+
+plot::Figure layer_figure(const std::vector<LayerStatistics>& layers) {
+  plot::Figure figure{kLayerFigure, "Attention structure per layer (mean over the layer's heads)", "layer",
+                      "share (fraction of entries, mass or heads)", plot::XAxis::categorical, false, {}, "layer", {}};
+  const std::pair<const char*, double (*)(const LayerStatistics&)> statistics[] = {
+      {"sparsity (entries < 1% of row max)", [](const LayerStatistics& l) { return l.mean.sparsity; }},
+      {"mass on token 0", [](const LayerStatistics& l) { return l.mean.first_token_mass; }},
+      {"sink heads", [](const LayerStatistics& l) { return l.sink_head_rate; }},
+      {"mass held by top 10% of keys", [](const LayerStatistics& l) { return l.mean.received_top_share; }},
+      {"mass on the last 32 keys", [](const LayerStatistics& l) { return l.mean.recent_mass; }}};
+  for (const LayerStatistics& l : layers) figure.categories.push_back(std::to_string(l.layer));
+  for (const auto& [label, value] : statistics) {
+    plot::Series s{label, {}, {}, plot::Mark::points};
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+      s.x.push_back(double(k));
+      s.y.push_back(value(layers[k]));
+    }
+    figure.series.push_back(std::move(s));
+  }
+  return figure;
 }
 
 std::string write_report(const std::string& directory, const std::vector<CheckRun>& runs,
@@ -288,21 +348,19 @@ std::string write_report(const std::string& directory, const std::vector<CheckRu
     std::string note;
     std::vector<std::string> plots = plot_names(runs);
     if (!settings.layers.empty()) plots.push_back(kLayerFigure);
-    const bool have_gnuplot = std::system("gnuplot --version > /dev/null 2>&1") == 0;
-    if (!have_gnuplot && !plots.empty()) {
-      note = "gnuplot was not found, so no figure was drawn; the data of every figure is in results.json (series).";
-    }
-    for (const std::string& plot : plots) {
-      write_text(temp / (plot + ".gp"),
-                 plot == kLayerFigure ? layer_figure_script(settings.layers) : gnuplot_script(runs, plot));
-      if (!have_gnuplot) continue;
-      const std::string cmd = "cd '" + temp.string() + "' && gnuplot '" + plot + ".gp' > /dev/null 2>&1";
-      if (std::system(cmd.c_str()) == 0 && fs::exists(temp / (plot + ".svg")) && fs::exists(temp / (plot + ".png"))) {
-        figures.push_back(plot);
-      } else {
-        note = "gnuplot failed on some figures (their scripts PLOT.gp are kept); the data is in results.json.";
+    std::vector<std::string> scripted;
+    for (const std::string& name : plots) {
+      const plot::Figure figure = name == kLayerFigure ? layer_figure(settings.layers) : check_figure(runs, name);
+      try {
+        for (const auto& [file, text] : plot::figure_files(figure)) write_text(temp / file, text);
+        scripted.push_back(name);
+      } catch (const std::invalid_argument& e) {  // a figure that cannot be drawn never fails the report
+        note += std::string(note.empty() ? "" : " ") + "No figure " + e.what() + ".";
       }
     }
+    plot::Rendering drawn = plot::render(temp, scripted);
+    figures = std::move(drawn.drawn);
+    note += (note.empty() || drawn.note.empty() ? "" : " ") + drawn.note;
     write_text(temp / "results.json", results_json(runs, settings).dump(2) + "\n");
     write_text(temp / "report.md", report_markdown(runs, settings, figures, note));
     staged.publish("report.md");

@@ -14,6 +14,7 @@ std::vector<CheckRun> run_checks(const std::vector<const Check*>& checks, const 
     const auto start = std::chrono::steady_clock::now();
     try {
       run.result = check->run(context);
+      require_consistent(run.info, run.result);
     } catch (const std::exception& e) {
       run.result = CheckResult{};
       run.error = e.what();

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// Running a list of checks: each is timed, and a check that throws is recorded as an error
-/// (outcome inconclusive) instead of stopping the run.
+/// Running a list of checks: each is timed, and a check that throws, or reports an outcome its
+/// Kind does not allow (require_consistent: e.g. a measurement reporting "held"), is recorded as an
+/// error (outcome inconclusive) instead of stopping the run.
 
 #include <functional>
 #include <string>
@@ -16,8 +17,8 @@ struct CheckRun {
   CheckInfo info;
   CheckResult result;
   double seconds = 0;
-  /// The exception's message when the check threw (then result.outcome is inconclusive and the
-  /// check produced no result); empty otherwise.
+  /// The exception's message when the check threw or its result was inconsistent with its kind
+  /// (then result.outcome is inconclusive and the check's result is discarded); empty otherwise.
   std::string error;
 };
 
