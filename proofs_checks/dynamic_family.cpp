@@ -31,8 +31,8 @@ void for_each_subset(const std::vector<int>& pool, int max_size, Visit visit) {
   recurse(recurse, 0);
 }
 
-/// ã_i over `set` (which contains i): the exact row restricted to the set, renormalized from the
-/// logits (core tracked_attention), as a length-n vector.
+}  // namespace
+
 Eigen::VectorXd tracked_row(const SmallHead& head, int i, const std::vector<int>& set) {
   std::vector<bool> in_set(std::size_t(i) + 1, false);
   for (int t : set) in_set[std::size_t(t)] = true;
@@ -41,8 +41,6 @@ Eigen::VectorXd tracked_row(const SmallHead& head, int i, const std::vector<int>
   full.head(i + 1) = tracked_attention(logits, in_set);
   return full;
 }
-
-}  // namespace
 
 Transform transform_of(greedy::Concave h) {
   return [h](double z) { return greedy::concave_value(h, z); };
@@ -69,12 +67,15 @@ SmallHead make_small_head(RowMatrixf q, RowMatrixf k, RowMatrixf v, double scale
   return head;
 }
 
-HeadIndex spread_head(const Shape& shape, int c, int count) {
-  const long long index = (long long)c * shape.layers * shape.q_heads / count;
-  return {int(index / shape.q_heads), int(index % shape.q_heads)};
+HeadIndex spread_head(const Shape& shape, int c, int count, const std::vector<int>& layers) {
+  const long long spanned = layers.empty() ? shape.layers : (long long)layers.size();
+  const long long index = (long long)c * spanned * shape.q_heads / count;
+  const int position = int(index / shape.q_heads);
+  return {layers.empty() ? position : layers[std::size_t(position)], int(index % shape.q_heads)};
 }
 
-std::vector<SmallHead> heads_from_workload(const Workload& workload, int tokens, int count) {
+std::vector<SmallHead> heads_from_workload(const Workload& workload, int tokens, int count,
+                                           const std::vector<int>& layers) {
   const Shape& s = workload.shape();
   if (tokens < 1 || tokens > s.tokens || count < 1) {
     throw std::invalid_argument("heads_from_workload: expected 1 <= tokens <= " +
@@ -82,7 +83,7 @@ std::vector<SmallHead> heads_from_workload(const Workload& workload, int tokens,
   }
   std::vector<SmallHead> heads;
   for (int c = 0; c < count; ++c) {
-    const auto [layer, q_head] = spread_head(s, c, count);
+    const auto [layer, q_head] = spread_head(s, c, count, layers);
     const int kv = s.kv_head_of(q_head);
     heads.push_back(make_small_head(workload.q(layer, q_head).topRows(tokens),
                                     workload.k(layer, kv).topRows(tokens),

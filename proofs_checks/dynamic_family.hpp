@@ -63,15 +63,17 @@ struct HeadIndex {
   int q_head = 0;
 };
 
-/// Pick c of `count` spread evenly over the layers · q_heads pairs of `shape` in layer-major order:
-/// pair floor(c · layers · q_heads / count). Precondition: 0 ≤ c < count.
-[[nodiscard]] HeadIndex spread_head(const Shape& shape, int c, int count);
+/// Pick c of `count` spread evenly over the (layer, query head) pairs of `layers` × the q_heads of
+/// `shape` in layer-major order (every layer of `shape` when `layers` is empty): pair
+/// floor(c · |layers| · q_heads / count). Precondition: 0 ≤ c < count; `layers` in range.
+[[nodiscard]] HeadIndex spread_head(const Shape& shape, int c, int count, const std::vector<int>& layers = {});
 
 /// `count` heads cut from `workload`: the first `tokens` tokens of the (layer, query head) pairs
-/// spread_head picks, each with its KV head's K and V and the workload's score scale. Throws
-/// std::invalid_argument unless 1 ≤ tokens ≤ the workload's tokens and count ≥ 1.
+/// spread_head picks from `layers` (empty: every layer), each with its KV head's K and V and the
+/// workload's score scale. Throws std::invalid_argument unless 1 ≤ tokens ≤ the workload's tokens
+/// and count ≥ 1.
 [[nodiscard]] std::vector<SmallHead> heads_from_workload(const Workload& workload, int tokens,
-                                                         int count);
+                                                         int count, const std::vector<int>& layers = {});
 
 /// `count` heads with i.i.d. standard normal Q, K, V (tokens × dim, scale 1/sqrt(dim)) from a
 /// std::mt19937_64 seeded with `seed` (Box–Muller on greedy::uniform_unit, compiler-independent).
@@ -83,6 +85,10 @@ struct HeadIndex {
 [[nodiscard]] std::vector<std::vector<int>> policy_caches(const SmallHead& head,
                                                           const greedy::PolicyFactory& make_policy,
                                                           int budget, std::uint64_t seed);
+
+/// ã_i over `set` (tokens ≤ i, containing i): the exact row of query i restricted to the set and
+/// renormalized from the logits (core tracked_attention), as a length-n vector, 0 off the set.
+[[nodiscard]] Eigen::VectorXd tracked_row(const SmallHead& head, int i, const std::vector<int>& set);
 
 /// Which accumulated attention the family uses (see the file comment).
 enum class Knowledge { kTracked, kExact };

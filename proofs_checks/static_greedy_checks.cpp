@@ -19,8 +19,6 @@
 namespace subevict::proofs_checks {
 namespace {
 
-constexpr double kOneMinusInvE = 1.0 - 0.36787944117144233;  // 1 − 1/e
-
 int uniform_int(std::mt19937_64& rng, int lo, int hi) {
   return std::uniform_int_distribution<int>(lo, hi)(rng);
 }
@@ -105,7 +103,7 @@ greedy::Selection library_noisy_greedy(const greedy::SetFunction& f, std::size_t
 }
 
 CheckResult check_nwf_bound(const std::vector<GreedyInstance>& instances,
-                            const StaticOptimizer& optimizer) {
+                            const StaticOptimizer& optimizer, const BoundFactor& factor) {
   CheckResult r;
   double min_ratio = std::numeric_limits<double>::infinity(), sum_ratio = 0;
   std::map<std::size_t, double> min_ratio_by_k;
@@ -118,7 +116,7 @@ CheckResult check_nwf_bound(const std::vector<GreedyInstance>& instances,
     if (!instance.f->monotone_submodular()) continue;
     ++r.hypotheses_held;
     const double opt = optimum(instance);
-    const double bound = nwf_factor(instance.k) * opt;
+    const double bound = factor(instance.k) * opt;
     const double slack = valid ? value - bound : -std::numeric_limits<double>::infinity();
     const double ratio = opt > 0 ? value / opt : 1.0;
     r.worst_slack = std::min(r.worst_slack, slack);
@@ -151,13 +149,15 @@ CheckResult check_nwf_bound(const std::vector<GreedyInstance>& instances,
       {"min_ratio", min_ratio, "smallest f(S) / OPT_k"},
       {"mean_ratio", sum_ratio / held, "mean f(S) / OPT_k"},
       {"violations", double(r.violations), "instances below the bound"}};
-  Series observed{"greedy_ratio_vs_k", "random instances: min f(S)/OPT", "k", "f(S) / OPT_k", {}, {}};
-  Series bound{"greedy_ratio_vs_k", "NWF bound 1 - (1 - 1/k)^k", "k", "f(S) / OPT_k", {}, {}};
+  Series observed{"greedy_ratio_vs_k", "random instances: min f(S)/OPT", "k (elements selected)", "f(S) / OPT_k (ratio)",
+                  {}, {}, SeriesStyle::line, {}, "Greedy against the optimum: f(S) / OPT_k by cardinality k"};
+  Series bound{"greedy_ratio_vs_k", "NWF bound 1 - (1 - 1/k)^k", "k (elements selected)", "f(S) / OPT_k (ratio)", {}, {},
+               SeriesStyle::bound};
   for (const auto& [k, ratio] : min_ratio_by_k) {
     observed.x.push_back(double(k));
     observed.y.push_back(ratio);
     bound.x.push_back(double(k));
-    bound.y.push_back(nwf_factor(k));
+    bound.y.push_back(factor(k));
   }
   r.series = {observed, bound};
   r.key_number = "min ratio " + format_number(min_ratio) + ", min slack " + format_number(r.worst_slack) +
@@ -166,9 +166,10 @@ CheckResult check_nwf_bound(const std::vector<GreedyInstance>& instances,
 }
 
 CheckResult check_nwf_tightness(const std::vector<std::size_t>& ks, greedy::TieTowards ties,
-                                const StaticOptimizer& optimizer) {
+                                const StaticOptimizer& optimizer, const BoundFactor& factor) {
   CheckResult r;
-  Series tight{"greedy_ratio_vs_k", "tight family: f(S)/OPT", "k", "f(S) / OPT_k", {}, {}};
+  Series tight{"greedy_ratio_vs_k", "tight family: f(S)/OPT", "k (elements selected)", "f(S) / OPT_k (ratio)", {}, {},
+              SeriesStyle::line, {}, "Greedy against the optimum: f(S) / OPT_k by cardinality k"};
   double max_deviation = 0;
   for (const std::size_t k : ks) {
     for (const bool tie_free : {false, true}) {
@@ -181,7 +182,7 @@ CheckResult check_nwf_tightness(const std::vector<std::size_t>& ks, greedy::TieT
       bool valid = false;
       const double value = checked_value(f, k, s, valid);
       const double opt = double(greedy::tight_family_optimum(family));
-      const double expected = tie_free ? double(greedy::tight_family_columns_value(family)) : nwf_factor(k) * opt;
+      const double expected = tie_free ? double(greedy::tight_family_columns_value(family)) : factor(k) * opt;
       const double deviation = std::fabs(value - expected) / opt;
       max_deviation = std::max(max_deviation, deviation);
       const std::string ks_text = std::to_string(k);
@@ -216,7 +217,8 @@ CheckResult check_nwf_tightness(const std::vector<std::size_t>& ks, greedy::TieT
 
 CheckResult check_corollary_d18(const std::vector<GreedyInstance>& instances,
                                 const std::vector<double>& epsilons, int repeats,
-                                std::uint64_t seed, const NoisyOptimizer& optimizer) {
+                                std::uint64_t seed, const NoisyOptimizer& optimizer,
+                                const NoisyBoundConstants& constants) {
   CheckResult r;
   std::vector<double> min_relative(epsilons.size(), std::numeric_limits<double>::infinity());
   std::uint64_t run = 0;
@@ -232,7 +234,7 @@ CheckResult check_corollary_d18(const std::vector<GreedyInstance>& instances,
         const double value = checked_value(*instance.f, instance.k, s, valid);
         if (!instance.f->monotone_submodular()) continue;
         ++r.hypotheses_held;
-        const double bound = kOneMinusInvE * opt - double(instance.k) * (2.0 - 1.0 / std::exp(1.0)) * epsilon;
+        const double bound = constants.opt_factor * opt - double(instance.k) * constants.noise_factor * epsilon;
         const double slack = valid ? value - bound : -std::numeric_limits<double>::infinity();
         r.worst_slack = std::min(r.worst_slack, slack);
         if (opt > 0) min_relative[e] = std::min(min_relative[e], slack / opt);
@@ -255,7 +257,9 @@ CheckResult check_corollary_d18(const std::vector<GreedyInstance>& instances,
   conclude(r);
   r.measurements = {{"runs", double(r.instances), "(instance, noise level, seed) runs"},
                     {"min_slack", r.worst_slack, "smallest f(S) - bound, units of f"}};
-  Series slack{"noisy_greedy_slack", "min (f(S) - bound) / OPT", "eps k / OPT", "slack / OPT", {}, {}};
+  Series slack{"noisy_greedy_slack", "min (f(S) - bound) / OPT", "noise level eps k / OPT (dimensionless)",
+               "(f(S) - bound) / OPT (ratio)", {}, {}, SeriesStyle::line, {},
+               "Noisy greedy: smallest slack over the bound by noise level"};
   for (std::size_t e = 0; e < epsilons.size(); ++e) {
     const std::string name = "min_relative_slack_eps" + std::to_string(e);
     r.measurements.push_back({name, min_relative[e], "smallest slack / OPT at eps = " + format_number(epsilons[e]) + " OPT / k"});
@@ -265,6 +269,10 @@ CheckResult check_corollary_d18(const std::vector<GreedyInstance>& instances,
   r.series = {slack};
   r.key_number = "min slack " + format_number(r.worst_slack) + " (" + std::to_string(r.hypotheses_held) +
                  " runs, " + std::to_string(epsilons.size()) + " noise levels)";
+  r.notes = "No greedy comes near the noise term: each noisy step gains at least (OPT - f)/k - 2 eps, so "
+            "f(S) >= (1 - (1 - 1/k)^k)(OPT - 2 k eps) and the slack is at least (1/e - (1 - 1/k)^k) OPT + "
+            "k (2 (1 - 1/k)^k - 1/e) eps >= 0.13 k eps for k >= 2. The OPT term is nearly attained by the tight "
+            "family at eps = 0 (3.8% above the bound at k = 8).";
   return r;
 }
 

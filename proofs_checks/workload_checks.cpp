@@ -10,8 +10,10 @@ namespace {
 /// The context's workload with its statistics: measured once by the caller, or here.
 InspectedWorkload inspected_of(const CheckContext& context) {
   const Workload& workload = context_workload(context, "workload checks");
-  if (context.head_statistics != nullptr) return {&workload, InspectOptions{}, *context.head_statistics};
-  return inspect_for_checks(workload);
+  InspectOptions options;
+  options.layers = context.layers;
+  if (context.head_statistics != nullptr) return {&workload, options, *context.head_statistics};
+  return inspect_for_checks(workload, options);
 }
 
 }  // namespace

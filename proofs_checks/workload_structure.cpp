@@ -18,7 +18,8 @@ CheckResult layer_claim(const std::vector<double>& values, const std::vector<int
                         const std::string& plot, const std::string& description, double threshold) {
   CheckResult result;
   double mean = 0;
-  Series series{plot, name, "layer", name, {}, {}};
+  Series series{plot, "mean over the layer's heads", "layer", description, {}, {}, SeriesStyle::categorical, {},
+                "Per layer: " + description};
   for (int l : layers) {
     const double v = values[std::size_t(l)];
     ++result.instances;
@@ -47,27 +48,34 @@ CheckResult layer_claim(const std::vector<double>& values, const std::vector<int
                          {"threshold", threshold, "per-layer threshold"},
                          {"layers_missing", double(result.violations), "layers that miss the threshold"}};
   result.series.push_back(std::move(series));
+  result.series.push_back({plot, "threshold " + format_number(threshold), "layer", description, {}, {threshold},
+                           SeriesStyle::threshold});
   result.key_number = "mean " + name + " " + format_number(mean) + " (threshold " + format_number(threshold) + "), " +
                       std::to_string(result.violations) + " of " + std::to_string(result.instances) + " layers miss";
   return result;
 }
 
-std::vector<int> all_layers(const Workload& workload) {
-  std::vector<int> layers(std::size_t(workload.shape().layers));
-  for (int l = 0; l < workload.shape().layers; ++l) layers[std::size_t(l)] = l;
+/// The layers measured (those that occur in inspected.heads), ascending.
+std::vector<int> all_layers(const InspectedWorkload& inspected) {
+  std::vector<int> layers;
+  for (const HeadStatistics& h : inspected.heads) layers.push_back(h.layer);
+  std::sort(layers.begin(), layers.end());
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
   return layers;
 }
 
-/// Layers 2.. (the papers exclude the first two), or every layer when there are no others; the
-/// note says which.
-std::vector<int> layers_after_the_first_two(const Workload& workload, std::string& note) {
+/// The measured layers from 2 on (the papers exclude the first two), or every measured layer
+/// when there are no others; the note says which.
+std::vector<int> layers_after_the_first_two(const InspectedWorkload& inspected, std::string& note) {
+  const std::vector<int> measured = all_layers(inspected);
   std::vector<int> layers;
-  for (int l = 2; l < workload.shape().layers; ++l) layers.push_back(l);
+  for (int l : measured)
+    if (l >= 2) layers.push_back(l);
   note = "Layers 0 and 1 excluded, as in the paper.";
   if (layers.empty()) {
-    layers = all_layers(workload);
-    note = "The workload has " + std::to_string(workload.shape().layers) +
-           " layer(s), so none remains after excluding the first two: all layers are used.";
+    layers = measured;
+    note = "The " + std::to_string(measured.size()) +
+           " layer(s) checked are all below 2, so none remains after excluding the first two: all are used.";
   }
   return layers;
 }
@@ -91,7 +99,7 @@ std::vector<double> layer_means(const InspectedWorkload& inspected, double HeadS
 
 CheckResult check_sec3_sparsity(const InspectedWorkload& inspected, double threshold) {
   const std::vector<double> values = layer_means(inspected, &HeadStatistics::sparsity);
-  CheckResult r = layer_claim(values, all_layers(*inspected.workload), [threshold](double v) { return v > threshold; },
+  CheckResult r = layer_claim(values, all_layers(inspected), [threshold](double v) { return v > threshold; },
                               true, "sparsity", "sparsity_by_layer",
                               "fraction of causal entries below tau times the row max", threshold);
   r.notes += "tau = " + format_number(inspected.options.tau) + " of the row maximum; mean over the heads of each layer.";
@@ -100,7 +108,7 @@ CheckResult check_sec3_sparsity(const InspectedWorkload& inspected, double thres
 
 CheckResult check_sec3_power_law(const InspectedWorkload& inspected, double min_r2) {
   const std::vector<double> values = layer_means(inspected, &HeadStatistics::power_law_r2);
-  CheckResult r = layer_claim(values, all_layers(*inspected.workload), [min_r2](double v) { return v >= min_r2; },
+  CheckResult r = layer_claim(values, all_layers(inspected), [min_r2](double v) { return v >= min_r2; },
                               true, "power_law_r2", "power_law_r2_by_layer",
                               "R^2 of the log-log fit of accumulated attention", min_r2);
   r.measurements.push_back(
@@ -109,14 +117,14 @@ CheckResult check_sec3_power_law(const InspectedWorkload& inspected, double min_
   return r;
 }
 
-CheckResult check_l2norm_correlation(const InspectedWorkload& inspected) {
+CheckResult check_l2norm_correlation(const InspectedWorkload& inspected, double standard_errors) {
   const Workload& workload = *inspected.workload;
   const Shape& s = workload.shape();
   const std::vector<double> values = layer_means(inspected, &HeadStatistics::norm_attention_spearman);
   std::string note;
-  const std::vector<int> layers = layers_after_the_first_two(workload, note);
+  const std::vector<int> layers = layers_after_the_first_two(inspected, note);
   const int middle = s.tokens - inspected.options.sinks - inspected.options.recent_window;
-  const double threshold = -2.0 / std::sqrt(double(s.q_heads) * double(std::max(1, middle - 1)));
+  const double threshold = -standard_errors / std::sqrt(double(s.q_heads) * double(std::max(1, middle - 1)));
   CheckResult r = layer_claim(values, layers, [threshold](double v) { return v < threshold; }, false, "spearman",
                               "l2norm_correlation_by_layer", "Spearman rho of key norm and mean received attention",
                               threshold);
@@ -131,7 +139,7 @@ CheckResult check_l2norm_correlation(const InspectedWorkload& inspected) {
 CheckResult check_attention_sinks(const InspectedWorkload& inspected, double threshold) {
   const std::vector<double> values = layer_means(inspected, &HeadStatistics::first_token_mass);
   std::string note;
-  const std::vector<int> layers = layers_after_the_first_two(*inspected.workload, note);
+  const std::vector<int> layers = layers_after_the_first_two(inspected, note);
   CheckResult r = layer_claim(values, layers, [threshold](double v) { return v > threshold; }, true,
                               "first_token_mass", "first_token_mass_by_layer",
                               "mean attention on token 0 over queries i >= 64", threshold);

@@ -28,6 +28,9 @@ InspectedWorkload inspect_for_checks(const Workload& workload, const InspectOpti
 /// The mean over the heads of each layer of `member`, indexed by layer (0..layers-1).
 std::vector<double> layer_means(const InspectedWorkload& inspected, double HeadStatistics::*member);
 
+/// Every check below reads the layers that occur in inspected.heads (InspectOptions::layers
+/// chooses them), and excludes layers 0 and 1 among those where it says so.
+///
 /// h2o.sec3_sparsity: per layer, the mean over heads of the fraction of causal attention entries
 /// below tau · row max (InspectOptions::tau) must exceed `threshold` (H2O: 95%) in almost all
 /// layers. Instances are layers. Requires tokens > sinks + recent_window + 2 (InspectOptions).
@@ -45,7 +48,8 @@ std::vector<double> layer_means(const InspectedWorkload& inspected, double HeadS
 /// HeadStatistics::norm_attention_spearman) must be significantly negative:
 /// ρ < −2 / sqrt(heads · (m − 1)), m the number of middle tokens (two standard errors of ρ under
 /// independence). Instances are layers; a layer whose ρ is not below the threshold is a violation.
-[[nodiscard]] CheckResult check_l2norm_correlation(const InspectedWorkload& inspected);
+/// `standard_errors` replaces the 2 of the threshold.
+[[nodiscard]] CheckResult check_l2norm_correlation(const InspectedWorkload& inspected, double standard_errors = 2.0);
 
 /// streamingllm.attention_sinks: in every layer but the first two (all layers when the workload
 /// has no others), the mean over heads of the attention on the first token (queries i >= 64,

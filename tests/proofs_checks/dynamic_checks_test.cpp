@@ -1,6 +1,7 @@
 // Tests the dynamic-eviction checks (proofs_checks/dynamic_*.hpp, offline_gap, sparsity_claim,
 // zero_padding_erratum): each on the real implementation (the documented outcome) and on a
-// deliberately broken implementation or instance (violated), plus the registered defaults.
+// deliberately broken implementation or instance (a claim or erratum violated; a measurement's
+// numbers moved), plus the registered defaults.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <set>
 
 #include "core/attention.hpp"
+#include "core/generator.hpp"
 #include "core/tolerance.hpp"
 #include "dynamic_instances.hpp"
 #include "greedy/offline_optimum.hpp"
@@ -16,6 +18,7 @@
 #include "proofs_checks/dynamic_lemmas.hpp"
 #include "proofs_checks/dynamic_submodularity.hpp"
 #include "proofs_checks/offline_gap.hpp"
+#include "proofs_checks/perturbed_increments.hpp"
 #include "proofs_checks/sparsity_claim.hpp"
 #include "proofs_checks/zero_padding_erratum.hpp"
 
@@ -91,29 +94,35 @@ TEST(DynamicFamily, OptMatchesTopKWhenTheHistoryDoesNotMatter) {
   }
 }
 
-TEST(Def41Submodularity, HoldsForTheConcaveFamily) {
+TEST(Def41Submodularity, MeasuresNoViolatingTripleForTheConcaveFamily) {
   TrajectorySetup s = h2o_setup();
   s.heads = heads_from_workload(workload(), 96, 2);
   s.budget = 20;
   const CheckResult r = check_def41_submodularity(s, 4, 200);
-  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(r.outcome, Outcome::measured);
   EXPECT_EQ(r.instances, 1600);
+  EXPECT_EQ(measurement_value(r, "violating_triples"), 0.0);
+  // Clopper-Pearson with 0 of 1600: upper = 1 - 0.025^(1/1600).
+  EXPECT_TRUE(near(measurement_value(r, "violation_rate_upper"), 1.0 - std::pow(0.025, 1.0 / 1600), 1e-9));
 }
 
-TEST(Def41Submodularity, ConvexTransformIsViolated) {
+TEST(Def41Submodularity, ConvexTransformMeasuresViolatingTriples) {
   TrajectorySetup s = h2o_setup();
   s.heads = heads_from_workload(workload(), 96, 2);
   s.budget = 20;
   s.h = [](double z) { return z * z; };
   const CheckResult r = check_def41_submodularity(s, 4, 200);
-  EXPECT_EQ(r.outcome, Outcome::violated);
-  ASSERT_TRUE(r.counterexample.has_value());
-  EXPECT_GT(r.violation_rate.lower, 0.0);
+  EXPECT_EQ(r.outcome, Outcome::measured);  // a measurement reports numbers, never a verdict
+  EXPECT_EQ(r.violations, 0);
+  EXPECT_FALSE(r.counterexample.has_value());
+  EXPECT_GT(measurement_value(r, "violating_triples"), 0.0);
+  EXPECT_NE(r.notes.find("Smallest violating triple"), std::string::npos) << r.notes;
 }
 
-TEST(UniversalConditions, HoldOnH2oTrajectoriesWithMeasuredConstants) {
+TEST(UniversalConditions, MeasuresTheConstantsOnH2oTrajectories) {
   const CheckResult r = check_universal_conditions(h2o_setup());
-  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(r.outcome, Outcome::measured);
+  EXPECT_EQ(measurement_value(r, "steps_without_constants"), 0.0);
   // Before the cache fills opt_i = h(i + 2) - h(0) for the tracked family (every row has mass 1),
   // so gamma >= 1 - (sqrt(2) - 1) / (sqrt(3) - 1) at step 0.
   const auto gamma = std::find_if(r.measurements.begin(), r.measurements.end(),
@@ -122,10 +131,13 @@ TEST(UniversalConditions, HoldOnH2oTrajectoriesWithMeasuredConstants) {
   EXPECT_GE(gamma->value, 1.0 - (std::sqrt(2.0) - 1.0) / (std::sqrt(3.0) - 1.0) - Tol<double>::kValue);
 }
 
-TEST(UniversalConditions, DecreasingTransformIsViolated) {
+TEST(UniversalConditions, DecreasingTransformMeasuresStepsWithoutConstants) {
   TrajectorySetup s = h2o_setup();
   s.h = [](double z) { return -z; };
-  EXPECT_EQ(check_universal_conditions(s).outcome, Outcome::violated);
+  const CheckResult r = check_universal_conditions(s);
+  EXPECT_EQ(r.outcome, Outcome::measured);
+  EXPECT_GT(measurement_value(r, "steps_without_constants"), 0.0);
+  EXPECT_GT(measurement_value(r, "monotonicity_failures"), 0.0);
 }
 
 TEST(LemmaD29, HoldsForH2o) {
@@ -145,6 +157,16 @@ TEST(LemmaD29, HeaviestFirstEvictionIsACounterexample) {
   // First failing step: 0-based 1, S_2 = {1, 2} has value 0 against (1-1/e) opt_2 = 1 - 1/e.
   EXPECT_NE(r.counterexample->description.find("0-based 1)"), std::string::npos) << r.counterexample->description;
   EXPECT_TRUE(near(r.worst_slack, -(1.0 - std::exp(-1.0)), Tol<double>::kValue));
+}
+
+TEST(LemmaBound, ClosedFormAtEveryStep) {
+  // 0-based step i is theory.md's step m = i + 1, whose bound has exponent and eps0 multiplier m + 1.
+  const double e = 1 - std::exp(-1.0);
+  for (int i = 0; i < 6; ++i) {
+    const double expected = e * std::pow(0.9 * 0.8, i + 2) * 3.0 - (i + 2) * 0.01;
+    EXPECT_TRUE(near(lemma_bound(i, 0.1, 0.2, 0.01, 3.0), expected, Tol<double>::kValue)) << i;
+  }
+  EXPECT_TRUE(near(lemma_bound(0, 0, 0, 0, 1), e, Tol<double>::kValue));
 }
 
 TEST(LemmaD30, HoldsForH2o) {
@@ -171,48 +193,168 @@ TEST(TheoremD32, HeaviestFirstEvictionIsACounterexample) {
   EXPECT_TRUE(near(r.worst_slack, -(1.0 - std::exp(-1.0)), Tol<double>::kValue));
 }
 
-TEST(LemmaD19, HoldsForNoisyGreedy) {
-  const CheckResult r = check_lemma_d19(h2o_setup(), default_noisy_greedy(), 0.1);
-  EXPECT_EQ(r.outcome, Outcome::held);
-  EXPECT_GT(r.instances, 0);
+/// Four tokens, k = 2, h(z) = z, logits chosen so that (0-based) step 2 evicts token 2 by a margin
+/// of 0.2 and step 3, the last, has candidates {0, 1} (evict 3) and {0, 3} (evict 1) whose exact
+/// values differ by `gap` with {1, 3} far below: acc after step 2 is (2.5, 0.35, 0.15) and row 3
+/// over {0, 1, 3} is (0.5, (0.15 + gap)/2, (0.85 - gap)/2). With eps = 0.1 the increment bound is eps/8, so
+/// {0, 1} (evaluated at step 2) can be pushed down by at most eps/2 and the new {0, 3} up by eps/2:
+/// an adversary flips the last step exactly when gap < eps, losing gap.
+TrajectorySetup two_candidate_setup(double gap) {
+  RowMatrixf q = RowMatrixf::Zero(4, 4), key = RowMatrixf::Identity(4, 4), v = RowMatrixf::Identity(4, 4);
+  q(1, 1) = -30.0f;  // query 1 attends to token 0 only
+  q(2, 0) = float(std::log(0.5));
+  q(2, 1) = float(std::log(0.35));
+  q(2, 2) = float(std::log(0.15));
+  q(3, 0) = float(std::log(0.5));
+  q(3, 1) = float(std::log((0.15 + gap) / 2));
+  q(3, 3) = float(std::log((0.85 - gap) / 2));
+  TrajectorySetup s;
+  s.heads.push_back(make_small_head(std::move(q), std::move(key), std::move(v), 1.0, "two candidates"));
+  s.budget = 2;
+  s.h = [](double z) { return z; };
+  s.h_name = "z";
+  return s;
 }
 
-TEST(LemmaD19, GreedyPickingTheSmallestGainsIsViolated) {
-  const NoisyGreedy worst = [](const greedy::SetFunction& f, std::size_t k, double, std::uint64_t) {
-    std::vector<std::pair<double, greedy::Element>> singles;
-    for (greedy::Element e = 0; e < f.ground_size(); ++e) singles.push_back({f.evaluate(std::vector<greedy::Element>{e}), e});
-    std::sort(singles.begin(), singles.end());
-    greedy::Selection s;
-    for (std::size_t j = 0; j < k; ++j) s.set.push_back(singles[j].second);
-    return s;
+/// A perturbation that returns no error.
+PerturbationFactory no_perturbation() {
+  struct Zero final : IncrementPerturbation {
+    std::vector<double> errors(int, const std::vector<std::vector<int>>& c, const std::vector<double>&) override {
+      return std::vector<double>(c.size(), 0.0);
+    }
   };
-  EXPECT_EQ(check_lemma_d19(h2o_setup(), worst, 0.1).outcome, Outcome::violated);
+  return [](double, std::uint64_t) { return std::make_unique<Zero>(); };
 }
 
-TEST(ClaimD34, UnionBoundHoldsOnAttentionRows) {
-  const CheckResult r = check_claim_d34(attention_row_samples(workload(), 2), 0.01, 20, smallest_good_alpha());
+TEST(LemmaD19, HoldsOnH2oHeadsUnderAdversarialAndRandomErrors) {
+  const CheckResult r = check_lemma_d19(h2o_setup(), {adversarial_perturbation(), random_perturbation()},
+                                        perturbed_argmax(), 0.1);
   EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_GT(r.hypotheses_held, 0);
+  EXPECT_GT(measurement_value(r, "changed_steps"), 0.0);  // the adversary does change some steps
+  EXPECT_LE(measurement_value(r, "max_error_over_half_epsilon"), 1.0 + Tol<double>::kValue);
 }
 
-TEST(ClaimD34, HandCountedInstance) {
-  // Three samples over 4 tokens, tau = 0.5: supports {0,1}, {0,2}, {0,3}; S0 = {0}, alpha = 1/k
-  // with k = 1, union \ S0 = 3 = alpha k m.
-  Eigen::MatrixXd x(3, 4);
-  x << 1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1;
-  const CheckResult r = check_claim_d34({x}, 0.5, 1, smallest_good_alpha());
+TEST(LemmaD19, WithoutErrorsThePerturbedProcessIsTheExactOne) {
+  const CheckResult r = check_lemma_d19(h2o_setup(), {no_perturbation()}, perturbed_argmax(), 0.1);
+  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(measurement_value(r, "max_step_loss"), 0.0);
+  EXPECT_EQ(measurement_value(r, "changed_steps"), 0.0);
+  EXPECT_EQ(measurement_value(r, "max_final_gap"), 0.0);
+}
+
+TEST(LemmaD19, NearTightInstanceLosesAlmostEpsilon) {
+  const CheckResult r = check_lemma_d19(two_candidate_setup(0.099), {adversarial_perturbation()}, perturbed_argmax(), 0.1);
+  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(r.hypotheses_held, 2);  // eviction steps 2 and 3
+  EXPECT_NEAR(measurement_value(r, "max_step_loss"), 0.099, 1e-6);
+  EXPECT_NEAR(r.worst_slack, 0.001, 1e-6);
+  EXPECT_EQ(measurement_value(r, "changed_steps"), 1.0);
+}
+
+TEST(LemmaD19, GapAboveEpsilonIsNotFlipped) {
+  const CheckResult r = check_lemma_d19(two_candidate_setup(0.15), {adversarial_perturbation()}, perturbed_argmax(), 0.1);
+  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(measurement_value(r, "changed_steps"), 0.0);
+}
+
+TEST(LemmaD19, ProcessApplyingTheErrorsTwiceIsViolated) {
+  const PerturbedChoice doubled = [](const std::vector<double>& exact, const std::vector<double>& errors) {
+    std::vector<double> twice = errors;
+    for (double& e : twice) e *= 2;
+    return perturbed_argmax()(exact, twice);
+  };
+  const CheckResult r = check_lemma_d19(two_candidate_setup(0.15), {adversarial_perturbation()}, doubled, 0.1);
+  EXPECT_EQ(r.outcome, Outcome::violated);
+  ASSERT_TRUE(r.counterexample.has_value());
+  EXPECT_NEAR(r.worst_slack, 0.1 - 0.15, 1e-6);
+}
+
+TEST(LemmaD19, ErrorsAboveEpsOver2nAreHypothesesNotMet) {
+  const PerturbationFactory adversarial = adversarial_perturbation();
+  const PerturbationFactory oversized = [adversarial](double b, std::uint64_t seed) { return adversarial(2 * b, seed); };
+  const CheckResult r = check_lemma_d19(two_candidate_setup(0.15), {oversized}, perturbed_argmax(), 0.1);
+  EXPECT_EQ(r.outcome, Outcome::hypotheses_not_met);
+  EXPECT_EQ(measurement_value(r, "steps_with_unreachable_errors"), 2.0);
+}
+
+TEST(LemmaD19, RejectsNonPositiveEpsilon) {
+  EXPECT_THROW((void)check_lemma_d19(h2o_setup(), {random_perturbation()}, perturbed_argmax(), 0.0),
+               std::invalid_argument);
+}
+
+/// Rows over `cols` tokens: token 0 at 0.4, `extras` tokens of the row's own at 0.2 (the next free
+/// ones from *next), and 20 filler tokens at 0.01 (the (k+1)-th largest entry for k = 1 + extras).
+Eigen::MatrixXd rows_with_private_extras(int rows, int extras, int cols, int& next) {
+  Eigen::MatrixXd x = Eigen::MatrixXd::Zero(rows, cols);
+  for (int r = 0; r < rows; ++r) {
+    x(r, 0) = 0.4;
+    for (int e = 0; e < extras; ++e) x(r, next++) = 0.2;
+    for (int f = cols - 20; f < cols; ++f) x(r, f) = 0.01;
+  }
+  return x;
+}
+
+TEST(ClaimD34, CalibrationFixesTauS0AndAlphaFromTheirDefinitions) {
+  int next = 1;
+  const Eigen::MatrixXd cal = rows_with_private_extras(4, 2, 40, next);
+  const GoodConstants g = calibrate_d33(cal, 3);
+  EXPECT_EQ(g.tau, std::nextafter(0.01, 1.0));  // the 4th largest entry of every row is 0.01
+  EXPECT_EQ(g.s0, (std::vector<int>{0}));
+  EXPECT_EQ(g.excess, 2);
+  EXPECT_EQ(g.alpha, 2.0 / 3.0);
+}
+
+TEST(ClaimD34, TightInstanceMeetsTheBoundExactly) {
+  // S0 = {0}, alpha k = 2, and every test row brings 2 tokens of its own: union = alpha k n.
+  int next = 1;
+  SupportSamples s{rows_with_private_extras(4, 2, 60, next), rows_with_private_extras(9, 2, 60, next), "tight"};
+  const CheckResult r = check_claim_d34({s}, 3);
   EXPECT_EQ(r.outcome, Outcome::held);
   EXPECT_EQ(r.worst_slack, 0.0);
+  EXPECT_EQ(measurement_value(r, "instance0_union"), 18.0);
+  EXPECT_EQ(measurement_value(r, "instance0_bound"), 18.0);
 }
 
-TEST(ClaimD34, UnderestimatedAlphaIsViolated) {
-  const AlphaEstimator none = [](const std::vector<int>&, int) { return 0.0; };  // "supports equal S0"
-  EXPECT_EQ(check_claim_d34(attention_row_samples(workload(), 2), 0.01, 20, none).outcome, Outcome::violated);
+TEST(ClaimD34, SupportsGrowingAfterCalibrationAreViolated) {
+  // The test rows bring 4 private tokens each where the calibration rows brought 2.
+  int next = 1;
+  SupportSamples s{rows_with_private_extras(4, 2, 80, next), rows_with_private_extras(9, 4, 80, next), "growing"};
+  const CheckResult r = check_claim_d34({s}, 3);
+  EXPECT_EQ(r.outcome, Outcome::violated);
+  ASSERT_TRUE(r.counterexample.has_value());
+  EXPECT_EQ(r.worst_slack, 18.0 - 36.0);
+  EXPECT_EQ(measurement_value(r, "test_rows_good"), 0.0);
 }
 
-TEST(GreedyVsOfflineOptimum, DecompositionHoldsForEveryPolicy) {
-  const CheckResult r = check_greedy_vs_offline(workload(), {0, 3}, 20, comparison_policies(20), flow_optimum(), 1);
+TEST(ClaimD34, HeldWithNonEmptyS0OnTheDefaultVerifyWorkload) {
+  // The workload `subevict verify` generates by default: llama2-7b, one layer, 1024 tokens, seed 7.
+  const Workload w = generate_workload(spec_from_preset("llama2-7b", 1024, 1, 7));
+  const CheckResult r = check_claim_d34(attention_row_samples(w, 4), 205);
   EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(r.hypotheses_held, 4);
+  EXPECT_GE(measurement_value(r, "s0_min"), 1.0);
+  EXPECT_LE(measurement_value(r, "alpha_max"), 1.0);
+}
+
+TEST(ClaimD34, GaussianAttentionHasNoS0) {
+  // i.i.d. Gaussian Q and K: no sink or heavy hitter is in nearly every query's support.
+  const CheckResult r = check_claim_d34(attention_row_samples(testing::gaussian_workload(256), 4), 52);
+  EXPECT_EQ(r.outcome, Outcome::hypotheses_not_met);
+  EXPECT_EQ(measurement_value(r, "s0_mean"), 0.0);
+}
+
+TEST(ClaimD34, RejectsMismatchedRows) {
+  const SupportSamples s{Eigen::MatrixXd::Ones(2, 5), Eigen::MatrixXd::Ones(2, 6), "mismatched"};
+  EXPECT_THROW((void)check_claim_d34({s}, 2), std::invalid_argument);
+  EXPECT_THROW((void)check_claim_d34({}, 0), std::invalid_argument);
+}
+
+TEST(GreedyVsOfflineOptimum, MeasuresEveryPolicyWithoutBreakingTheChain) {
+  const CheckResult r = check_greedy_vs_offline(workload(), {0, 3}, 20, comparison_policies(20), flow_optimum(), 1);
+  EXPECT_EQ(r.outcome, Outcome::measured);
   EXPECT_EQ(r.instances, 12);
+  EXPECT_EQ(measurement_value(r, "chain_breaks"), 0.0);
   std::set<std::string> plotted;
   for (const Series& s : r.series) {
     EXPECT_EQ(s.plot, "gap_to_optimum");
@@ -234,11 +376,12 @@ TEST(GreedyVsOfflineOptimum, PrefixOfTheHeadsIsTheSmallerWorkload) {
   }
 }
 
-TEST(GreedyVsOfflineOptimum, FakeOptimumBelowAPolicyIsViolated) {
+TEST(GreedyVsOfflineOptimum, FakeOptimumBelowAPolicyBreaksTheChain) {
   const OptimumSolver half = [](const Eigen::MatrixXd& w, int k) { return 0.5 * greedy::offline_optimum(w, k).value; };
   const CheckResult r = check_greedy_vs_offline(workload(), {0}, 20, comparison_policies(20), half, 1);
-  EXPECT_EQ(r.outcome, Outcome::violated);
-  ASSERT_TRUE(r.counterexample.has_value());
+  EXPECT_EQ(r.outcome, Outcome::measured);
+  EXPECT_GT(measurement_value(r, "chain_breaks"), 0.0);
+  EXPECT_NE(r.notes.find("chain breaks first"), std::string::npos) << r.notes;
 }
 
 TEST(ErratumD28Direction, PrintedDirectionFailsAndCorrectedHolds) {
@@ -273,15 +416,6 @@ TEST(ErratumZeroPadding, PaddedWeightIsExpZeroOverZ) {
   EXPECT_EQ(tracked_attention(logits, {true, false, true})[1], 0.0);
 }
 
-TEST(ErratumD29StrayTerm, BoundHoldsWithoutTheTerm) {
-  const CheckResult r = check_erratum_d29_stray_term(h2o_setup());
-  EXPECT_EQ(r.outcome, Outcome::held);
-}
-
-TEST(ErratumD29StrayTerm, HeaviestFirstEvictionIsViolated) {
-  EXPECT_EQ(check_erratum_d29_stray_term(hard_setup(heaviest_first())).outcome, Outcome::violated);
-}
-
 TEST(DynamicChecks, RegisteredChecksRunOnTheTestWorkload) {
   std::set<std::string> ids;
   for (const auto& check : dynamic_checks()) {
@@ -290,10 +424,11 @@ TEST(DynamicChecks, RegisteredChecksRunOnTheTestWorkload) {
     EXPECT_FALSE(info.reference.empty());
     const CheckResult r = check->run(context());
     EXPECT_NE(r.outcome, Outcome::inconclusive) << info.id;
+    EXPECT_NO_THROW(require_consistent(info, r)) << info.id;
     EXPECT_FALSE(r.key_number.empty()) << info.id;
     for (const Measurement& m : r.measurements) EXPECT_FALSE(std::isnan(m.value)) << info.id << " " << m.name;
   }
-  EXPECT_EQ(ids.size(), 11u);
+  EXPECT_EQ(ids.size(), 10u);
 }
 
 }  // namespace

@@ -2,11 +2,15 @@
 // implementation and reports a violation (or unmet hypotheses) for a broken one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/tolerance.hpp"
 #include "proofs_checks/softmax_regression_checks.hpp"
 #include "softmax_regression/approximate_newton.hpp"
 #include "softmax_regression/errata.hpp"
 #include "softmax_regression/lemma_checks.hpp"
+#include "softmax_regression/newton.hpp"
 
 namespace subevict::proofs_checks {
 namespace {
@@ -60,6 +64,49 @@ TEST(LemmaD47Check, ViolatedByAHessianMissingTheRegulariser) {
   ASSERT_TRUE(r.counterexample.has_value());
 }
 
+TEST(LemmaD47Check, TightAtTheThresholdOfTheLTerm) {
+  // w^2 = 20 + l / sigma^2 with every singular value sigma = 0.01: lambda_min exceeds l by about
+  // 20 sigma^2 = 0.002 only, so a conclusion level raised by 1% turns the check red.
+  const CheckResult at = check_lemma_d47({lemma_d47_threshold_instance(1)}, 10, 4, library_hessian);
+  EXPECT_EQ(at.outcome, Outcome::held) << at.key_number;
+  EXPECT_GE(at.worst_slack, 0);
+  EXPECT_LT(at.worst_slack, 0.01);
+  // 2% less of the l / sigma^2 term: outside the hypothesis and the bound fails there, so a check
+  // whose w condition asked for less than l / sigma^2 would count this instance and be violated.
+  const CheckResult below = check_lemma_d47({lemma_d47_threshold_instance(0.98)}, 10, 4, library_hessian);
+  EXPECT_EQ(below.outcome, Outcome::hypotheses_not_met);
+  EXPECT_LT(measurement(below, "outside_hypotheses_min_margin"), 0);
+}
+
+TEST(LemmaD47Check, ConstantTwentyIsLooseDownToTheInfimumOfLambdaMinB) {
+  // At x0 of the constant instance lambda_min(Hessian) = l + 100 (c - 0.2404): the bound fails for
+  // c = 0.2 and holds for c = 0.25, both far below the printed 20 (outside the hypothesis).
+  const CheckResult fails = check_lemma_d47({lemma_d47_constant_instance(0.2)}, 5, 4, library_hessian);
+  EXPECT_EQ(fails.outcome, Outcome::hypotheses_not_met);
+  EXPECT_NEAR(measurement(fails, "outside_hypotheses_min_margin"), 100 * (0.2 - 0.2404088069), 1e-6);
+  const CheckResult holds = check_lemma_d47({lemma_d47_constant_instance(0.25)}, 5, 4, library_hessian);
+  EXPECT_EQ(holds.outcome, Outcome::hypotheses_not_met);
+  EXPECT_NEAR(measurement(holds, "outside_hypotheses_min_margin"), 100 * (0.25 - 0.2404088069), 1e-6);
+}
+
+TEST(LemmaD48Check, RatioAndLoosenessMatchTheClosedFormOnTheTightInstances) {
+  // d = 1, n equal rows R / sqrt(n): the Lipschitz constant of the Hessian on |x| <= R is
+  // K = R^3 exp(R^2 / sqrt(n)) / sqrt(n) (sup of its derivative, at x = R). The sampled pairs reach
+  // it to 1%, and the looseness is ln(n^2 exp(40 R^2)) - ln K: a changed exponent 40 -> 39 moves it by
+  // R^2 = 0.04, a dropped n^2 (n = 2) by ln 2.
+  constexpr double R = 0.2;
+  for (const sr::Index n : {1, 2}) {
+    const double rn = std::sqrt(double(n));
+    const double K = R * R * R * std::exp(R * R / rn) / rn;
+    const CheckResult r = check_lemma_d48({lemma_d48_tight_instance(n, R)}, 40, 2, library_hessian);
+    EXPECT_EQ(r.outcome, Outcome::held) << r.key_number;
+    const double ratio = measurement(r, "max_ratio");
+    EXPECT_LE(ratio, K * (1 + 1e-9)) << "n = " << n;
+    EXPECT_GE(ratio, 0.99 * K) << "n = " << n;
+    EXPECT_NEAR(r.worst_slack, 2 * std::log(double(n)) + 40 * R * R - std::log(K), 0.015) << "n = " << n;
+  }
+}
+
 TEST(LemmaD48Check, HeldAndLoose) {
   const CheckResult r = check_lemma_d48({instance(0.5, 0.5), instance(1, 1)}, 10, 2, library_hessian);
   EXPECT_EQ(r.outcome, Outcome::held) << r.key_number;
@@ -83,22 +130,102 @@ TEST(LemmaD48Check, NormOfAAboveRIsHypothesesNotMet) {
   EXPECT_EQ(check_lemma_d48({instance(0.5, 2)}, 4, 2, library_hessian).outcome, Outcome::hypotheses_not_met);
 }
 
-TEST(TheoremD49Check, HeldWithTheLibrarySolver) {
-  const CheckResult r = check_theorem_d49(newton_instances(1, 2), library_approximate_newton);
+const SolverFunction kLiteral = library_algorithm4(sr::Algorithm4Form::kLiteral);
+const SolverFunction kVariant = library_algorithm4(sr::Algorithm4Form::kFoldedDiagonalExactLowRank);
+
+sr::Instance weak_w_newton_instance() {
+  sr::InstanceSpec spec;
+  spec.n = 2000;
+  spec.d = 6;
+  spec.parameters.R = 10;
+  spec.seed = 2;
+  spec.violation = sr::Violation::kWeakW;
+  return sr::make_instance(spec);
+}
+
+TEST(TheoremD49Check, LiteralAlgorithmHeldAndVariantReported) {
+  const CheckResult r = check_theorem_d49(newton_instances(1, 2), kLiteral, kVariant, 10, 2);
   EXPECT_EQ(r.outcome, Outcome::held) << r.key_number;
+  EXPECT_EQ(r.hypotheses_held, 1);
   EXPECT_LT(measurement(r, "max_contraction"), 1);
-  EXPECT_EQ(r.series.size(), 2u);
+  EXPECT_LE(measurement(r, "max_start_ratio"), 1);
+  EXPECT_LT(measurement(r, "variant_max_contraction"), 1);
+  EXPECT_EQ(measurement(r, "variant_failures"), 0);
+  EXPECT_EQ(r.series.size(), 3u);
+}
+
+TEST(TheoremD49Check, MeasuresTheLiteralNotTheVariant) {
+  // On one instance the two forms take different steps, so the contraction the check reports is
+  // the literal solver's (max over the run of |x_{t+1} - x*| / |x_t - x*|, recomputed here).
+  const sr::Instance inst = newton_instances(1, 2).front();
+  const sr::Summary exact = sr::newton(inst.problem, sr::LossKind::kFull, inst.x0);
+  const auto worst_ratio = [&](const SolverFunction& solver) {
+    const sr::Summary s = solver(inst.problem, inst.x0, exact.x);
+    double worst = 0;
+    for (std::size_t t = 0; t + 1 < s.trace.size(); ++t) {
+      if (s.trace[t].distance_to_x_star > 1e-11) {
+        worst = std::max(worst, s.trace[t + 1].distance_to_x_star / s.trace[t].distance_to_x_star);
+      }
+    }
+    return worst;
+  };
+  const CheckResult r = check_theorem_d49({inst}, kLiteral, kVariant, 10, 2);
+  ASSERT_NE(worst_ratio(kLiteral), worst_ratio(kVariant));
+  EXPECT_EQ(measurement(r, "max_contraction"), worst_ratio(kLiteral));
+  EXPECT_EQ(measurement(r, "variant_max_contraction"), worst_ratio(kVariant));
+}
+
+TEST(TheoremD49Check, WeakWeightsAreHypothesesNotMetAndTheLiteralAlgorithmDiverges) {
+  // Without the w condition the literal H~ = A^T (B_diag + W^2) A misses L_sparse's diag(u), which
+  // then dominates the Hessian: the step overshoots by a factor > 2 and the iteration diverges.
+  const CheckResult r = check_theorem_d49({weak_w_newton_instance()}, kLiteral, kVariant, 10, 2);
+  EXPECT_EQ(r.outcome, Outcome::hypotheses_not_met);
+  EXPECT_GT(measurement(r, "outside_hypotheses_max_contraction"), 2);
+  // The variant (diag(u) folded in) converges there.
+  sr::Instance inst = weak_w_newton_instance();
+  const sr::Summary exact = sr::newton(inst.problem, sr::LossKind::kFull, inst.x0);
+  ASSERT_EQ(exact.status, sr::Status::kConverged);
+  EXPECT_LE((kVariant(inst.problem, inst.x0, exact.x).x - exact.x).norm(), 1e-8);
 }
 
 TEST(TheoremD49Check, ViolatedByThePrintedSign) {
   const auto printed = [](const sr::Problem& p, const Vector& x0, const Vector& x_star) {
     sr::ApproximateNewtonOptions options;
+    options.form = sr::Algorithm4Form::kLiteral;
     options.stop.x_star = x_star;
     options.stop.max_iterations = 5;
     options.printed_sign = true;
     return sr::approximate_newton(p, sr::LossKind::kFull, x0, options);
   };
-  const CheckResult r = check_theorem_d49(newton_instances(1, 2), printed);
+  const CheckResult r = check_theorem_d49(newton_instances(1, 2), printed, kVariant, 10, 2);
+  EXPECT_EQ(r.outcome, Outcome::violated);
+  ASSERT_TRUE(r.counterexample.has_value());
+  EXPECT_GT(measurement(r, "max_contraction"), 1);
+  // The variant is reported, not judged: it still contracts.
+  EXPECT_LT(measurement(r, "variant_max_contraction"), 1);
+}
+
+TEST(TheoremD49Check, ViolatedByAnOverRelaxedStep) {
+  // x_{t+1} = x_t - 2.5 H~^{-1} g: every step overshoots x* (ratio about 1.5), inside the hypotheses.
+  const auto over_relaxed = [](const sr::Problem& p, const Vector& x0, const Vector& x_star) {
+    sr::ApproximateNewtonOptions options;
+    options.form = sr::Algorithm4Form::kLiteral;
+    options.stop.x_star = x_star;
+    options.stop.max_iterations = 1;
+    sr::Summary all;
+    Vector x = x0;
+    for (int t = 0;; ++t) {
+      sr::IterationRecord record;
+      record.iteration = t;
+      record.distance_to_x_star = (x - x_star).norm();
+      all.trace.push_back(record);
+      if (t == 8) break;
+      x += 2.5 * (sr::approximate_newton(p, sr::LossKind::kFull, x, options).x - x);
+    }
+    all.x = x;
+    return all;
+  };
+  const CheckResult r = check_theorem_d49(newton_instances(1, 2), over_relaxed, nullptr, 10, 2);
   EXPECT_EQ(r.outcome, Outcome::violated);
   ASSERT_TRUE(r.counterexample.has_value());
 }

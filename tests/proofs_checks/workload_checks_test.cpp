@@ -2,7 +2,10 @@
 // workload shows the structures the papers report; an i.i.d. Gaussian one (no structure) does not.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "dynamic_instances.hpp"
 #include "proofs_checks/workload_checks.hpp"
@@ -73,7 +76,7 @@ TEST(L2normCorrelation, UsesEveryLayerWhenNoneRemains) {
   const Workload w = generate_workload(spec, 1);
   const CheckResult r = check_l2norm_correlation(inspect_for_checks(w));
   EXPECT_EQ(r.instances, 1);
-  EXPECT_NE(r.notes.find("all layers are used"), std::string::npos);
+  EXPECT_NE(r.notes.find("none remains after excluding the first two: all are used"), std::string::npos);
 }
 
 TEST(AttentionSinks, HeldWhenTheFirstTokenHoldsMostAttention) {
@@ -96,6 +99,68 @@ TEST(AttentionSinks, ThresholdSeparatesTheMeasuredMass) {
   const double mass = layer_means(first_token_sink(), &HeadStatistics::first_token_mass)[2];
   EXPECT_EQ(check_attention_sinks(first_token_sink(), mass + 1e-9).outcome, Outcome::violated);
   EXPECT_EQ(check_attention_sinks(first_token_sink(), mass - 1e-9).outcome, Outcome::held);
+}
+
+/// Statistics set by hand: one head per layer, `member` of layer l equal to values[l], on a
+/// workload of the matching shape (128 tokens, so 92 middle tokens for the L2-norm check).
+InspectedWorkload synthetic(const std::vector<double>& values, double HeadStatistics::*member) {
+  static std::vector<std::unique_ptr<Workload>> shapes;  // kept alive for the returned pointers
+  shapes.push_back(std::make_unique<Workload>(Shape{int(values.size()), 1, 1, 128, 1}));
+  InspectedWorkload out{shapes.back().get(), InspectOptions{}, {}};
+  for (std::size_t l = 0; l < values.size(); ++l) {
+    HeadStatistics h;
+    h.layer = int(l);
+    h.*member = values[l];
+    out.heads.push_back(h);
+  }
+  return out;
+}
+
+/// `layers` copies of `value`, of which the first `off` are `off_value`.
+std::vector<double> layer_values(int layers, double value, int off = 0, double off_value = 0.0) {
+  std::vector<double> v(std::size_t(layers), value);
+  for (int l = 0; l < off; ++l) v[std::size_t(l)] = off_value;
+  return v;
+}
+
+TEST(Sec3Sparsity, ThresholdIsNinetyFivePercent) {
+  // Every layer 1% above 0.95 holds, 1% below fails: a default threshold 5% off either way fails this.
+  EXPECT_EQ(check_sec3_sparsity(synthetic(layer_values(4, 0.95 * 1.01), &HeadStatistics::sparsity)).outcome,
+            Outcome::held);
+  EXPECT_EQ(check_sec3_sparsity(synthetic(layer_values(4, 0.95 * 0.99), &HeadStatistics::sparsity)).outcome,
+            Outcome::violated);
+}
+
+TEST(Sec3Sparsity, AlmostAllLayersMeansAllButTenPercent) {
+  // 10 layers: 1 may miss; 19 layers: still only 1 (floor(1.9)). A share 10% off either way
+  // (0.09 or 0.11) changes one of the two.
+  EXPECT_EQ(check_sec3_sparsity(synthetic(layer_values(10, 0.99, 1, 0.5), &HeadStatistics::sparsity)).outcome,
+            Outcome::held);
+  EXPECT_EQ(check_sec3_sparsity(synthetic(layer_values(19, 0.99, 2, 0.5), &HeadStatistics::sparsity)).outcome,
+            Outcome::violated);
+}
+
+TEST(Sec3PowerLaw, ThresholdIsRSquaredNinetyFivePercent) {
+  EXPECT_EQ(check_sec3_power_law(synthetic(layer_values(4, 0.95 * 1.01), &HeadStatistics::power_law_r2)).outcome,
+            Outcome::held);
+  EXPECT_EQ(check_sec3_power_law(synthetic(layer_values(4, 0.95 * 0.99), &HeadStatistics::power_law_r2)).outcome,
+            Outcome::violated);
+}
+
+TEST(AttentionSinks, ThresholdIsHalfTheAttention) {
+  EXPECT_EQ(check_attention_sinks(synthetic(layer_values(4, 0.5 * 1.01), &HeadStatistics::first_token_mass)).outcome,
+            Outcome::held);
+  EXPECT_EQ(check_attention_sinks(synthetic(layer_values(4, 0.5 * 0.99), &HeadStatistics::first_token_mass)).outcome,
+            Outcome::violated);
+}
+
+TEST(L2normCorrelation, ThresholdIsTwoStandardErrors) {
+  // 1 query head, 128 - 4 sinks - 32 recent = 92 middle tokens: threshold -2 / sqrt(91).
+  const double threshold = -2.0 / std::sqrt(91.0);
+  const auto rho = [](double value) { return synthetic(layer_values(3, value), &HeadStatistics::norm_attention_spearman); };
+  EXPECT_EQ(check_l2norm_correlation(rho(threshold * 1.02)).outcome, Outcome::held);
+  EXPECT_EQ(check_l2norm_correlation(rho(threshold * 0.98)).outcome, Outcome::violated);
+  EXPECT_EQ(check_l2norm_correlation(rho(threshold * 0.98), 2.0 * 0.95).outcome, Outcome::held);
 }
 
 TEST(StructureStatistics, SinkHeadRateCountsHeadsAboveTheThreshold) {
