@@ -6,6 +6,13 @@
 // rows). x* comes from exact Newton to |grad| <= 1e-12 before timing. The first benchmark
 // argument is the instance.
 //
+// The Scaling* benchmarks (arguments n, d, instance) repeat the comparison at n = 1e6, 4e6 and
+// d = 100, 400 on the same generator (one such instance is held at a time: A alone is 8 n d bytes),
+// with x* from exact Newton (|g| <= 1e-12 or 4 iterations: its gradient stalls at the rounding
+// level, ~1e-5 at n = 1e6, while the steps show quadratic convergence),
+// and ScalingComponent times one piece of an iteration (ScalingPart below). Their CPU column is
+// the whole process's CPU time (all threads), which a loaded machine inflates less than the wall.
+//
 //   softmax_regression_bench [benchmark flags]        run the benchmarks
 //   softmax_regression_bench --export DIR INSTANCE    write DIR/{A,b,w,x0,x_star}.npy (peers)
 #include <benchmark/benchmark.h>
@@ -15,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "core/npy.hpp"
@@ -35,16 +43,22 @@ struct Setup {
   sr::Vector x_star;
 };
 
+/// The benchmarks' instance: seed 1, R = ||A|| = 10; instance 0 has equal row norms, 1 a row
+/// spread of 2 (coherent rows).
+sr::InstanceSpec bench_spec(sr::Index n, sr::Index d, int instance) {
+  sr::InstanceSpec spec;
+  spec.n = n;
+  spec.d = d;
+  spec.parameters.R = 10;
+  spec.norm_A = 10;
+  spec.seed = 1;
+  spec.row_spread = instance == 0 ? 0.0 : 2.0;
+  return spec;
+}
+
 Setup make_setup(int instance) {
   {
-    sr::InstanceSpec spec;
-    spec.n = kRows;
-    spec.d = kCols;
-    spec.parameters.R = 10;
-    spec.norm_A = 10;
-    spec.seed = 1;
-    spec.row_spread = instance == 0 ? 0.0 : 2.0;
-    Setup out{sr::make_instance(spec), {}};
+    Setup out{sr::make_instance(bench_spec(kRows, kCols, instance)), {}};
     sr::NewtonOptions o;
     o.stop.gradient_tolerance = 1e-12;
     o.stop.max_iterations = 50;
@@ -132,6 +146,160 @@ void BM_Gradient(benchmark::State& state) {
   }
 }
 
+// ---- Scaling: n in {1e6, 4e6}, d in {100, 400} ----
+
+struct ScalingSetup {
+  sr::Index n = 0, d = 0;
+  std::int64_t instance = -1;
+  Setup setup;
+  double x_star_gradient = 0;  // |grad L(x*)|
+  int x_star_iterations = 0;
+  double x_star_last_step = 0;
+};
+
+// The one large instance alive (replaced, never two at once).
+const ScalingSetup& scaling_setup(sr::Index n, sr::Index d, std::int64_t instance) {
+  static std::unique_ptr<ScalingSetup> held;
+  if (held && held->n == n && held->d == d && held->instance == instance) return *held;
+  held.reset();
+  auto out = std::make_unique<ScalingSetup>();
+  out->n = n;
+  out->d = d;
+  out->instance = instance;
+  out->setup.instance = sr::make_instance(bench_spec(n, d, instance));
+  sr::NewtonOptions o;
+  o.stop.gradient_tolerance = 1e-12;
+  o.stop.max_iterations = 4;
+  const sr::Summary solved = sr::newton(out->setup.instance.problem, sr::LossKind::kFull,
+                                        out->setup.instance.x0, o);
+  out->setup.x_star = solved.x;
+  out->x_star_gradient = solved.final_gradient_norm;
+  out->x_star_iterations = solved.iterations();
+  // The last Newton step (quadratic convergence: about the error of the iterate before x*).
+  out->x_star_last_step =
+      solved.trace.size() >= 2 ? solved.trace[solved.trace.size() - 2].step_length : 0;
+  held = std::move(out);
+  return *held;
+}
+
+void report_scaling(benchmark::State& state, const ScalingSetup& s, const sr::Summary& run) {
+  report(state, run);
+  state.counters["x0_distance"] = (s.setup.instance.x0 - s.setup.x_star).norm();
+  state.counters["x_star_gradient"] = s.x_star_gradient;
+  state.counters["x_star_newton_its"] = s.x_star_iterations;
+  state.counters["x_star_last_step"] = s.x_star_last_step;
+  state.counters["seconds_per_iteration"] = run.seconds / std::max(1, run.iterations());
+}
+
+void BM_ScalingExactNewton(benchmark::State& state) {
+  const ScalingSetup& s = scaling_setup(state.range(0), state.range(1), state.range(2));
+  sr::NewtonOptions o;
+  o.stop = stop_at(s.setup, kTarget, 0);
+  sr::Summary last;
+  for (auto _ : state) {
+    last = sr::newton(s.setup.instance.problem, sr::LossKind::kFull, s.setup.instance.x0, o);
+  }
+  report_scaling(state, s, last);
+}
+
+void BM_ScalingApproximateNewton(benchmark::State& state) {
+  const ScalingSetup& s = scaling_setup(state.range(0), state.range(1), state.range(2));
+  sr::ApproximateNewtonOptions o;
+  o.stop = stop_at(s.setup, kTarget, 0);
+  o.epsilon1 = 0.5;
+  o.leverage = sr::LeverageMethod::kSketched;
+  sr::Summary last;
+  for (auto _ : state) {
+    last = sr::approximate_newton(s.setup.instance.problem, sr::LossKind::kFull,
+                                  s.setup.instance.x0, o);
+  }
+  report_scaling(state, s, last);
+}
+
+/// The pieces of an iteration, at x0 (range(3) of ScalingComponent).
+enum ScalingPart : std::int64_t {
+  kPassAx,          ///< evaluate_point: z = A x and the n-vectors (one pass over A)
+  kGradientGemv,    ///< A^T v alone (the unfused gradient)
+  kSixColumnTerms,  ///< A^T [p1 q1 p2 q2 p3 q3]: the rank-two terms as formed before fusing
+  kFusedPass,       ///< gradient_and_outer_terms: A^T [v f g] in one GEMM
+  kSketchedScores,  ///< sketched leverage scores of D^{1/2} A
+  kSampledHessian,  ///< H~ from s = 0.5-accuracy leverage sample rows, plus the d x d solve
+  kExactHessian,    ///< weighted_gram(A, D) (exact Newton's Hessian) plus the d x d solve
+};
+
+void BM_ScalingComponent(benchmark::State& state) {
+  const ScalingSetup& s = scaling_setup(state.range(0), state.range(1), state.range(2));
+  const sr::Problem& p = s.setup.instance.problem;
+  const sr::Point pt = sr::evaluate_point(p, s.setup.instance.x0);
+  const sr::Vector v = sr::gradient_weights(p, sr::LossKind::kFull, pt);
+  const sr::InnerHessian inner = sr::inner_hessian(p, sr::LossKind::kFull, pt);
+  const sr::Vector weights = inner.diagonal.cwiseMax(0.0);
+  sr::Vector scores;
+  if (state.range(3) == kSampledHessian) {
+    scores = sr::sketched_leverage_scores(p.A, weights.cwiseSqrt(), {});
+  }
+  for (auto _ : state) {
+    switch (state.range(3)) {
+      case kPassAx: benchmark::DoNotOptimize(sr::evaluate_point(p, s.setup.instance.x0)); break;
+      case kGradientGemv: benchmark::DoNotOptimize(sr::Vector(p.A.transpose() * v)); break;
+      case kSixColumnTerms: {
+        sr::Matrix PQ(p.n(), 6);
+        for (int t = 0; t < 3; ++t) {
+          PQ.col(2 * t) = inner.terms[std::size_t(t)].p;
+          PQ.col(2 * t + 1) = inner.terms[std::size_t(t)].q;
+        }
+        benchmark::DoNotOptimize(sr::Matrix(p.A.transpose() * PQ));
+        break;
+      }
+      case kFusedPass:
+        benchmark::DoNotOptimize(sr::gradient_and_outer_terms(p.A, v, inner.terms));
+        break;
+      case kSketchedScores:
+        benchmark::DoNotOptimize(sr::sketched_leverage_scores(p.A, weights.cwiseSqrt(), {}));
+        break;
+      case kSampledHessian: {
+        const sr::Index draws = sr::approximate_newton_sample_size(0.5, 0.01, 200, p.d(),
+                                                                   scores.sum(), 1.0);
+        const sr::RowSample sample = sr::sample_rows(scores / scores.sum(), draws, 0, 1);
+        const sr::Index k = sr::Index(sample.rows.size());
+        sr::Matrix rows(k, p.d());
+        sr::Vector sampled(k);
+        for (sr::Index j = 0; j < k; ++j) {
+          rows.row(j) = p.A.row(sample.rows[std::size_t(j)]);
+          sampled[j] = inner.diagonal[sample.rows[std::size_t(j)]] * sample.weights[j];
+        }
+        benchmark::DoNotOptimize(
+            sr::newton_direction(sr::weighted_gram(rows, sampled), v.head(p.d())));
+        state.counters["sampled_rows"] = double(k);
+        break;
+      }
+      case kExactHessian:
+        benchmark::DoNotOptimize(
+            sr::newton_direction(sr::weighted_gram(p.A, inner.diagonal), v.head(p.d())));
+        break;
+    }
+  }
+}
+
+// Registered size by size (exact, approximate, then the parts): each instance is built once.
+void register_scaling() {
+  const auto once = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime()->Iterations(1);
+  };
+  for (std::int64_t n : {1000000, 4000000}) {
+    for (std::int64_t d : {100, 400}) {
+      once(benchmark::RegisterBenchmark("BM_ScalingExactNewton", BM_ScalingExactNewton)
+               ->Args({n, d, 0}));
+      once(benchmark::RegisterBenchmark("BM_ScalingApproximateNewton", BM_ScalingApproximateNewton)
+               ->Args({n, d, 0}));
+      for (std::int64_t part = kPassAx; part <= kExactHessian; ++part) {
+        once(benchmark::RegisterBenchmark("BM_ScalingComponent", BM_ScalingComponent)
+                 ->Args({n, d, 0, part}));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 BENCHMARK(BM_Hessian)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -162,6 +330,7 @@ int main(int argc, char** argv) {
     std::cout << "wrote " << dir << "/{A,b,w,x0,x_star}.npy\n";
     return 0;
   }
+  register_scaling();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -19,7 +19,23 @@ std::pair<double, double> relative_spectrum(const Matrix& H, const Matrix& Ht) {
   return {eig.eigenvalues().minCoeff(), eig.eigenvalues().maxCoeff()};
 }
 
+// Algorithm 4's D at a point whose inner Hessian is `inner`: the whole inner diagonal, or for the
+// literal form B_diag + W^2 (the full loss's inner diagonal without L_sparse's u).
+Vector algorithm4_diagonal(const InnerHessian& inner, const Point& pt, LossKind kind,
+                           Algorithm4Form form) {
+  if (form == Algorithm4Form::kLiteral && kind == LossKind::kFull) return inner.diagonal - pt.u;
+  return inner.diagonal;
+}
+
 }  // namespace
+
+std::string to_string(Algorithm4Form form) {
+  switch (form) {
+    case Algorithm4Form::kLiteral: return "literal";
+    case Algorithm4Form::kFoldedDiagonalExactLowRank: return "folded_diagonal_exact_low_rank";
+  }
+  return "?";
+}
 
 Index approximate_newton_sample_size(double epsilon1, double delta, int iterations, Index d,
                                      double mass, double sample_constant) {
@@ -34,17 +50,33 @@ Index approximate_newton_sample_size(double epsilon1, double delta, int iteratio
 
 Summary approximate_newton(const Problem& problem, LossKind kind, const Vector& x0,
                            const ApproximateNewtonOptions& options) {
+  const bool literal = options.form == Algorithm4Form::kLiteral;
+  if (literal && kind != LossKind::kFull && kind != LossKind::kDls) {
+    throw std::invalid_argument("approximate_newton: the literal Algorithm 4 form needs the full "
+                                "or the dls loss, got " + to_string(kind));
+  }
   const Index n = problem.n(), d = problem.d();
   const bool exact = options.leverage == LeverageMethod::kExact ||
                      (options.leverage == LeverageMethod::kAuto &&
                       n <= options.exact_leverage_max_rows);
   Vector reference_weights, reference_scores;
   int step_count = 0;
+  // The gradient pass also projects the rank <= 2 terms (one pass over A: A^T [v f g]); the step
+  // that follows at the same iterate uses `inner` and `outer`.
+  InnerHessian inner;
+  Matrix outer;
+  const GradientPass fused = [&](const Point& pt, const Vector& v) -> Vector {
+    inner = inner_hessian(problem, kind, pt);
+    inner.diagonal = algorithm4_diagonal(inner, pt, kind, options.form);  // D from here on
+    if (literal) return problem.A.transpose() * v;
+    GradientAndOuterTerms projected = gradient_and_outer_terms(problem.A, v, inner.terms);
+    outer = std::move(projected.outer);
+    return projected.gradient;
+  };
   return run_iterations(
       problem, kind, x0, options.stop,
-      [&](const Vector& x, const Point& pt, double, const Vector& g, IterationRecord& rec, Status&,
+      [&](const Vector& x, const Point&, double, const Vector& g, IterationRecord& rec, Status&,
           std::string&) -> std::optional<Vector> {
-        const InnerHessian inner = inner_hessian(problem, kind, pt);
         const Vector weights = inner.diagonal.cwiseMax(0.0);
         // Overestimates relative to the reference weights, or a refresh.
         Vector ratio;
@@ -88,12 +120,13 @@ Summary approximate_newton(const Problem& problem, LossKind kind, const Vector& 
           rec.spectral_min = lo;
           rec.spectral_max = hi;
         }
-        if (options.exact_low_rank) add_outer_terms(problem.A, inner.terms, H);
+        if (!literal) H += outer;
         ++step_count;
         rec.step_size = 1;
         const Vector p = newton_direction(H, g);
         return Vector(options.printed_sign ? Vector(x - p) : Vector(x + p));
-      });
+      },
+      fused);
 }
 
 }  // namespace subevict::softmax_regression

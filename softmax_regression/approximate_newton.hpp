@@ -1,11 +1,16 @@
 #pragma once
 /// \file
-/// Approximate Newton (H2O Algorithm 4, with the sign of the update corrected, theory.md §9 item 2):
-///   D = the diagonal of the inner Hessian at x_t (for the full loss B_diag + diag(u) + W^2;
-///       Algorithm 4 prints B_diag + W^2, the PSD diag(u) of L_sparse belongs to the Hessian too),
-///   D~ = a leverage-score row sample of D^{1/2} A with s rows, H~ = A^T D~ A (+ the exact
-///       rank <= 2 part A^T B_rank A, O(n d), unless exact_low_rank is off),
-///   x_{t+1} = x_t - H~^{-1} grad L(x_t)   (exact gradient).
+/// Approximate Newton (H2O Algorithm 4, with the sign of the update corrected, theory.md §9 item 2),
+/// in one of two forms (Algorithm4Form):
+///   literal: D = B_diag(x_t) + W^2 as printed, D~ = a leverage-score row sample of D^{1/2} A
+///       with s rows, H~ = A^T D~ A and nothing else;
+///   folded diagonal, exact low rank (the default): D = the whole diagonal of the inner Hessian
+///       (for the full loss B_diag + diag(u) + W^2: the PSD diag(u) of L_sparse belongs to the
+///       Hessian too), H~ = A^T D~ A + the exact rank <= 2 part A^T B_rank A (O(n d));
+///   both: x_{t+1} = x_t - H~^{-1} grad L(x_t)   (exact gradient, full step).
+/// No line search: Theorem D.49 analyses the full step from a start in a neighbourhood of x*
+/// (M |x0 - x*| <= 0.1 l), so the algorithm is local; from a far start a full step can increase
+/// the loss (globalised solvers: newton.hpp, gradient_descent.hpp).
 /// Sample size: s = ceil(C * sum(tau^) * ln(d T / delta) / eps1^2), T = max_iterations, where
 /// tau^ are the leverage scores used (sum = rank <= d when exact, the overestimate mass otherwise).
 /// Leverage scores are recomputed only when the weights moved: with reference weights D_0 and
@@ -13,10 +18,11 @@
 /// min_j(D_j/D0_j) A^T D0 A), so these overestimates are used while
 /// max_j(D_j/D0_j) / min_j(D_j/D0_j) <= refresh_ratio, and the scores are recomputed otherwise.
 /// Scores and probabilities use max(D, 0): a row with D_i <= 0 (possible only where B_diag is
-/// negative and W^2 + u does not compensate, i.e. outside Lemma D.47's w condition) is never
+/// negative and W^2 (+ u in the folded form) does not compensate, i.e. outside Lemma D.47's w condition) is never
 /// sampled, so H~ then omits its (non-PSD) contribution.
 
 #include <cstdint>
+#include <string>
 
 #include "softmax_regression/leverage_scores.hpp"
 #include "softmax_regression/solver.hpp"
@@ -29,6 +35,18 @@ enum class LeverageMethod {
   kSketched,  ///< sketched_leverage_scores, O(n d k)
   kAuto,      ///< exact when n <= exact_leverage_max_rows, sketched otherwise
 };
+
+/// Which Hessian approximation Algorithm 4 uses (see the file comment).
+enum class Algorithm4Form {
+  /// As printed: D = B_diag + W^2 (the inner Hessian of L_exp + L_reg without its rank <= 2
+  /// part; L_sparse's diag(u) is left out), H~ = A^T D~ A. Defined for LossKind::kFull and kDls.
+  kLiteral,
+  /// D = the whole inner diagonal (diag(u) folded in), H~ = A^T D~ A + A^T B_rank A exactly.
+  kFoldedDiagonalExactLowRank,
+};
+
+/// "literal", "folded_diagonal_exact_low_rank".
+std::string to_string(Algorithm4Form form);
 
 /// Options of approximate Newton; the stopping rule is in solver.hpp.
 struct ApproximateNewtonOptions {
@@ -44,8 +62,8 @@ struct ApproximateNewtonOptions {
   Index exact_leverage_max_rows = 20000;
   /// See the file comment; 1 recomputes the scores at every iteration.
   double refresh_ratio = 2.0;
-  /// Add the rank <= 2 terms of the Hessian exactly (O(n d)); off = only the sampled diagonal.
-  bool exact_low_rank = true;
+  /// The Hessian approximation: the printed one or the variant (see Algorithm4Form).
+  Algorithm4Form form = Algorithm4Form::kFoldedDiagonalExactLowRank;
   /// Measure the extreme eigenvalues of (A^T D A)^{-1/2} A^T D~ A (A^T D A)^{-1/2} at every
   /// iteration (O(n d^2): for tests and reports, not for speed).
   bool check_spectral = false;
@@ -61,8 +79,10 @@ struct ApproximateNewtonOptions {
 Index approximate_newton_sample_size(double epsilon1, double delta, int iterations, Index d,
                                      double mass, double sample_constant);
 
-/// Minimises `kind` from x0 by approximate Newton. Per iteration: gradient O(n d), weights and
-/// sampling O(n + s log n), H~ O(s d^2 + n d), solve O(d^3), plus leverage scores when refreshed.
+/// Minimises `kind` from x0 by approximate Newton. Throws std::invalid_argument for the literal
+/// form with a loss other than kFull or kDls. Per iteration: A x_t (one pass over A), the
+/// gradient and the rank <= 2 terms together (gradient_and_outer_terms: a second pass), weights and
+/// sampling O(n + s log n), H~ O(s d^2), solve O(d^3), plus leverage scores when refreshed.
 Summary approximate_newton(const Problem& problem, LossKind kind, const Vector& x0,
                            const ApproximateNewtonOptions& options = {});
 

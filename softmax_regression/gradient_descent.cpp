@@ -10,15 +10,16 @@ Summary gradient_descent(const Problem& problem, LossKind kind, const Vector& x0
       [&](const Vector& x, const Point&, double loss_value, const Vector& g, IterationRecord& rec,
           Status& status, std::string& message) -> std::optional<Vector> {
         const Vector p = -2 * scale * g;
-        const std::optional<double> t = armijo_step(problem, kind, x, loss_value, g, p);
+        const std::optional<LineSearchStep> t = armijo_step(problem, kind, x, loss_value, g, p);
         if (!t) {
           status = Status::kLineSearchFailed;
           message = "no step along -grad decreases the loss";
           return std::nullopt;
         }
-        scale *= 2 * *t;
+        scale *= 2 * t->t;
         rec.step_size = scale;
-        return Vector(x + *t * p);
+        rec.backtracks = t->backtracks;
+        return Vector(x + t->t * p);
       });
 }
 

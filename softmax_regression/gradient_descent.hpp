@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Gradient descent with backtracking, the baseline: x_{t+1} = x_t - s_t grad L(x_t), where s_t is
-/// the Armijo factor searched down from 2 s_{t-1} (s_0 = initial_step).
+/// the Armijo factor searched down from 2 s_{t-1} (s_{-1} = initial_step). The trace records s_t as
+/// step_size and the halvings from 2 s_{t-1} as backtracks.
 
 #include "softmax_regression/solver.hpp"
 

@@ -1,7 +1,11 @@
 #include "softmax_regression/loss.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/input_error.hpp"
 
@@ -15,6 +19,66 @@ bool has_sparse(LossKind k) { return k == LossKind::kSparse || k == LossKind::kF
 void require_finite(const Eigen::Ref<const Matrix>& m, const std::string& source,
                     const std::string& field) {
   if (!m.allFinite()) throw InputError(source, field, "finite values", "NaN or Inf");
+}
+
+/// Entries of A in one block of weighted_gram (8 MB of doubles).
+constexpr Index kGramBlockEntries = Index(1) << 20;
+/// Rows of A in one block of a streaming product (a column segment of 16 KB stays in L1).
+constexpr Index kStreamBlockRows = 2048;
+
+/// A^T right (right: n x k, k small) in one pass over A: each block of rows contributes
+/// A_block^T right_block, a coefficient-wise product whose operands stay in cache (a GEMM would
+/// first copy A into packed panels). Blocks are shared among the OpenMP threads; one accumulator
+/// per thread, summed in thread order.
+Matrix streamed_transposed_product(const Matrix& A, const Matrix& right) {
+  const Index n = A.rows(), blocks = (n + kStreamBlockRows - 1) / kStreamBlockRows;
+  std::vector<Matrix> partial(std::size_t(std::max(1, omp_get_max_threads())));
+#pragma omp parallel if (blocks > 1)
+  {
+    Matrix& local = partial[std::size_t(omp_get_thread_num())];
+    local = Matrix::Zero(A.cols(), right.cols());
+#pragma omp for schedule(static)
+    for (Index k = 0; k < blocks; ++k) {
+      const Index first = k * kStreamBlockRows, rows = std::min(kStreamBlockRows, n - first);
+      local.noalias() +=
+          A.middleRows(first, rows).transpose().lazyProduct(right.middleRows(first, rows));
+    }
+  }
+  Matrix out = Matrix::Zero(A.cols(), right.cols());
+  for (const Matrix& local : partial) {
+    if (local.size() > 0) out += local;
+  }
+  return out;
+}
+
+/// A^T [leading | x_1 .. x_m] in one pass over A (streamed_transposed_product), x_j the distinct
+/// vectors among the terms' p and q (compared by value), and sum_k coef_k (A^T p_k)(A^T q_k)^T
+/// from its columns. `gradient` is A^T leading (empty without one).
+GradientAndOuterTerms project_with_terms(const Matrix& A, const Vector* leading,
+                                         const std::vector<OuterTerm>& terms) {
+  std::vector<const Vector*> distinct;
+  auto column_of = [&distinct](const Vector& x) {
+    for (std::size_t j = 0; j < distinct.size(); ++j) {
+      if (distinct[j] == &x || *distinct[j] == x) return Index(j);
+    }
+    distinct.push_back(&x);
+    return Index(distinct.size() - 1);
+  };
+  std::vector<std::pair<Index, Index>> columns;
+  for (const OuterTerm& t : terms) columns.emplace_back(column_of(t.p), column_of(t.q));
+  const Index lead = leading ? 1 : 0;
+  Matrix right(A.rows(), lead + Index(distinct.size()));
+  if (leading) right.col(0) = *leading;
+  for (std::size_t j = 0; j < distinct.size(); ++j) right.col(lead + Index(j)) = *distinct[j];
+  const Matrix projected = streamed_transposed_product(A, right);
+  GradientAndOuterTerms out;
+  if (leading) out.gradient = projected.col(0);
+  out.outer = Matrix::Zero(A.cols(), A.cols());
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    out.outer.noalias() += terms[k].coef * projected.col(lead + columns[k].first) *
+                           projected.col(lead + columns[k].second).transpose();
+  }
+  return out;
 }
 
 }  // namespace
@@ -59,7 +123,14 @@ void validate_problem(const Problem& p, const std::string& source) {
 
 Point evaluate_point(const Problem& p, const Vector& x) {
   Point pt;
-  pt.z.noalias() = p.A * x;
+  // z = A x by blocks of rows (each thread writes its own segment of z, which stays in cache).
+  pt.z.resize(p.n());
+  const Index blocks = (p.n() + kStreamBlockRows - 1) / kStreamBlockRows;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (Index k = 0; k < blocks; ++k) {
+    const Index first = k * kStreamBlockRows, rows = std::min(kStreamBlockRows, p.n() - first);
+    pt.z.segment(first, rows).noalias() = p.A.middleRows(first, rows) * x;
+  }
   pt.u = pt.z.array().exp();
   pt.alpha = pt.u.sum();
   if (std::isfinite(pt.alpha) && pt.alpha >= std::numeric_limits<double>::min()) {
@@ -128,32 +199,46 @@ InnerHessian inner_hessian(const Problem& p, LossKind kind, const Point& pt) {
 }
 
 Matrix weighted_gram(const Matrix& A, const Vector& m) {
-  const Index d = A.cols();
-  Matrix H = Matrix::Zero(d, d);
-  if ((m.array() >= 0).all()) {
-    const Matrix scaled = m.cwiseSqrt().asDiagonal() * A;
-    H.selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
-    H.triangularView<Eigen::StrictlyUpper>() = H.transpose();
-  } else {
-    H.noalias() = A.transpose() * (m.asDiagonal() * A);
+  const Index n = A.rows(), d = A.cols();
+  const bool nonnegative = (m.array() >= 0).all();
+  const Index block = std::max<Index>(256, kGramBlockEntries / std::max<Index>(d, 1));
+  const Index blocks = (n + block - 1) / block;
+  // One accumulator per thread, summed in thread order: the same rounding on every run.
+  std::vector<Matrix> partial(std::size_t(std::max(1, omp_get_max_threads())));
+#pragma omp parallel if (blocks > 1)
+  {
+    Matrix& local = partial[std::size_t(omp_get_thread_num())];
+    local = Matrix::Zero(d, d);
+    Matrix scaled;
+#pragma omp for schedule(static)
+    for (Index k = 0; k < blocks; ++k) {
+      const Index first = k * block, rows = std::min(block, n - first);
+      const auto rows_of_A = A.middleRows(first, rows);
+      if (nonnegative) {
+        scaled = m.segment(first, rows).cwiseSqrt().asDiagonal() * rows_of_A;
+        local.selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
+      } else {
+        scaled = m.segment(first, rows).asDiagonal() * rows_of_A;
+        local.noalias() += rows_of_A.transpose() * scaled;
+      }
+    }
   }
+  Matrix H = Matrix::Zero(d, d);
+  for (const Matrix& local : partial) {
+    if (local.size() > 0) H += local;
+  }
+  if (nonnegative) H.triangularView<Eigen::StrictlyUpper>() = H.transpose();
   return H;
 }
 
 void add_outer_terms(const Matrix& A, const std::vector<OuterTerm>& terms, Matrix& H) {
   if (terms.empty()) return;
-  // All A^T p_k, A^T q_k from one pass over A (a GEMM with 2 k columns).
-  const Index k = Index(terms.size());
-  Matrix PQ(A.rows(), 2 * k);
-  for (Index t = 0; t < k; ++t) {
-    PQ.col(2 * t) = terms[std::size_t(t)].p;
-    PQ.col(2 * t + 1) = terms[std::size_t(t)].q;
-  }
-  const Matrix projected = A.transpose() * PQ;
-  for (Index t = 0; t < k; ++t) {
-    H.noalias() += terms[std::size_t(t)].coef * projected.col(2 * t) *
-                   projected.col(2 * t + 1).transpose();
-  }
+  H += project_with_terms(A, nullptr, terms).outer;
+}
+
+GradientAndOuterTerms gradient_and_outer_terms(const Matrix& A, const Vector& v,
+                                               const std::vector<OuterTerm>& terms) {
+  return project_with_terms(A, &v, terms);
 }
 
 Matrix hessian(const Problem& p, LossKind kind, const Vector& x) {

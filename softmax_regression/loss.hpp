@@ -52,7 +52,8 @@ struct Point {
   Vector c;
 };
 
-/// z, u, alpha, f, c at x (x.size() == d). O(n d).
+/// z, u, alpha, f, c at x (x.size() == d); z = A x by blocks of rows over the OpenMP threads.
+/// O(n d).
 Point evaluate_point(const Problem& problem, const Vector& x);
 
 /// The loss value at x. O(n d).
@@ -85,13 +86,27 @@ struct InnerHessian {
 /// The inner Hessian of `kind` at `point`. O(n).
 InnerHessian inner_hessian(const Problem& problem, LossKind kind, const Point& point);
 
-/// A^T diag(m) A (d x d, symmetric). Uses a symmetric rank update of (sqrt(m) . A) when m >= 0,
-/// a general product otherwise. O(n d^2).
+/// A^T diag(m) A (d x d, symmetric), accumulated over blocks of rows (never a copy of A: extra
+/// memory O(block d + threads d^2)), the blocks shared among the OpenMP threads. A block uses a
+/// symmetric rank update of (sqrt(m) . A_block) when m >= 0 there, a general product otherwise.
+/// O(n d^2).
 Matrix weighted_gram(const Matrix& A, const Vector& m);
 
 /// A^T (sum_k coef_k p_k q_k^T) A = sum_k coef_k (A^T p_k)(A^T q_k)^T, added to `H`; one pass
 /// over A. O(n d k).
 void add_outer_terms(const Matrix& A, const std::vector<OuterTerm>& terms, Matrix& H);
+
+/// The gradient and the outer terms of the Hessian from a single pass over A.
+struct GradientAndOuterTerms {
+  Vector gradient;  ///< A^T v
+  Matrix outer;     ///< A^T (sum_k coef_k p_k q_k^T) A (d x d; zero when there are no terms)
+};
+
+/// A^T [v | x_1 .. x_m] in one pass over A (blocks of rows, shared among the OpenMP threads), x_j
+/// the distinct vectors among the terms' p_k and q_k (m = 2 for every loss here), instead of a GEMV
+/// for A^T v and another pass for the terms. O(n d (m + 1) + d^2 k).
+GradientAndOuterTerms gradient_and_outer_terms(const Matrix& A, const Vector& v,
+                                               const std::vector<OuterTerm>& terms);
 
 /// The Hessian at x (d x d). O(n d^2).
 Matrix hessian(const Problem& problem, LossKind kind, const Vector& x);

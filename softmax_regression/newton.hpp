@@ -10,8 +10,9 @@ namespace subevict::softmax_regression {
 /// Options of exact Newton; the stopping rule is in solver.hpp.
 struct NewtonOptions {
   StoppingRule stop;
-  /// Backtrack from the full step until the Armijo condition holds (armijo_step). Off: always
-  /// take the full step (pure Newton, as in the local convergence theory).
+  /// Backtrack from the full step until the Armijo condition holds (armijo_step; the trace records
+  /// the factor as step_size and the halvings as backtracks). Off: always take the full step (pure
+  /// Newton, as in the local convergence theory; from a far start it can increase the loss).
   bool line_search = true;
 };
 

@@ -25,7 +25,8 @@ std::string to_string(Status status) {
 }
 
 Summary run_iterations(const Problem& problem, LossKind kind, const Vector& x0,
-                       const StoppingRule& stop, const StepFunction& step) {
+                       const StoppingRule& stop, const StepFunction& step,
+                       const GradientPass& gradient_pass) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Summary s;
@@ -35,7 +36,9 @@ Summary run_iterations(const Problem& problem, LossKind kind, const Vector& x0,
     rec.iteration = t;
     const Point pt = evaluate_point(problem, x);
     rec.loss = loss(problem, kind, pt);
-    const Vector g = problem.A.transpose() * gradient_weights(problem, kind, pt);
+    const Vector weights = gradient_weights(problem, kind, pt);
+    const Vector g =
+        gradient_pass ? gradient_pass(pt, weights) : Vector(problem.A.transpose() * weights);
     rec.gradient_norm = g.norm();
     if (stop.x_star) rec.distance_to_x_star = (x - *stop.x_star).norm();
     rec.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -81,7 +84,7 @@ Vector newton_direction(const Matrix& H, const Vector& g) {
   return -g;
 }
 
-std::optional<double> armijo_step(const Problem& problem, LossKind kind, const Vector& x,
+std::optional<LineSearchStep> armijo_step(const Problem& problem, LossKind kind, const Vector& x,
                                   double loss_value, const Vector& gradient, const Vector& p,
                                   double shrink, int max_halvings, double c) {
   const double slope = gradient.dot(p);
@@ -92,11 +95,13 @@ std::optional<double> armijo_step(const Problem& problem, LossKind kind, const V
     const Vector trial_x = x + t * p;
     const double trial = loss(problem, kind, trial_x);
     if (!std::isfinite(trial)) continue;
-    if (trial <= loss_value + c * t * slope - slack) return t;
+    if (trial <= loss_value + c * t * slope - slack) return LineSearchStep{t, k};
     if (trial <= loss_value + slack) {
       // Indistinguishable from L(x) in rounding: judge the step by the gradient norm instead.
       if (gradient_norm < 0) gradient_norm = gradient.norm();
-      if (softmax_regression::gradient(problem, kind, trial_x).norm() < gradient_norm) return t;
+      if (softmax_regression::gradient(problem, kind, trial_x).norm() < gradient_norm) {
+        return LineSearchStep{t, k};
+      }
     }
   }
   return std::nullopt;

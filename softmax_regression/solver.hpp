@@ -4,9 +4,9 @@
 /// the iteration driver that evaluates the loss and gradient, records the trace and stops.
 ///
 /// Stopping (checked at every iterate x_t, in this order):
+///   L(x_t) or grad L(x_t) not finite                            -> Status::kNonFinite
 ///   |grad L(x_t)|_2 <= gradient_tolerance                      -> Status::kConverged
 ///   x_star given and |x_t - x_star|_2 <= x_star_tolerance       -> Status::kReachedXStar
-///   L(x_t) or grad L(x_t) not finite                            -> Status::kNonFinite
 ///   t == max_iterations                                         -> Status::kMaxIterations
 /// and a solver may stop with kLineSearchFailed when no step decreases the loss.
 
@@ -46,6 +46,9 @@ struct IterationRecord {
   double step_length = std::numeric_limits<double>::quiet_NaN();
   /// Line-search factor of the step taken from x_t (1 = full step); NaN at the last iterate.
   double step_size = std::numeric_limits<double>::quiet_NaN();
+  /// Line-search trials rejected before the step from x_t was accepted (0: the first trial was
+  /// accepted, or the solver has no line search).
+  int backtracks = 0;
   /// |x_t - x_star|, NaN when x_star is unknown.
   double distance_to_x_star = std::numeric_limits<double>::quiet_NaN();
   /// Wall-clock seconds since the solver started, at the time x_t was evaluated.
@@ -76,21 +79,34 @@ using StepFunction = std::function<std::optional<Vector>(
     const Vector& x, const Point& point, double loss_value, const Vector& gradient,
     IterationRecord& record, Status& status, std::string& message)>;
 
+/// Computes the gradient A^T v at an iterate from its point and gradient weights v
+/// (gradient_weights). A solver that needs other products with A^T at the same point computes them
+/// here, in the same pass over A, and keeps them for its step.
+using GradientPass = std::function<Vector(const Point& point, const Vector& weights)>;
+
 /// Runs the loop of every solver: evaluates x_t, records it, applies the stopping rule, takes a
-/// step. O(n d) per iterate plus the step's cost.
+/// step. O(n d) per iterate plus the step's cost. The gradient is `gradient_pass(point, v)` when
+/// given (called once per iterate, before that iterate's step), A^T v otherwise.
 Summary run_iterations(const Problem& problem, LossKind kind, const Vector& x0,
-                       const StoppingRule& stop, const StepFunction& step);
+                       const StoppingRule& stop, const StepFunction& step,
+                       const GradientPass& gradient_pass = nullptr);
 
 /// Solves H p = -g by Cholesky (LLT), falling back to LDLT when H is not numerically positive
 /// definite; when even that yields no descent direction (g^T p >= 0) returns -g. O(d^3).
 Vector newton_direction(const Matrix& H, const Vector& g);
 
+/// A step accepted by armijo_step: the factor t = shrink^k and k, the trials rejected before it.
+struct LineSearchStep {
+  double t = 1;
+  int backtracks = 0;
+};
+
 /// Backtracking (Armijo) line search along p from x: the largest t = shrink^k, k = 0..max_halvings,
 /// with L(x + t p) <= L(x) + c t g^T p - r, r = 4 eps |L(x)| the rounding level of L; a trial
 /// within r of L(x) (too close to tell near the minimum) qualifies instead when it reduces the
-/// gradient norm. Returns t, or nullopt when none qualifies. Each trial costs O(n d), plus O(n d)
-/// for the gradient of a trial in the rounding band.
-std::optional<double> armijo_step(const Problem& problem, LossKind kind, const Vector& x,
+/// gradient norm. Returns t and k, or nullopt when none qualifies. Each trial costs O(n d), plus
+/// O(n d) for the gradient of a trial in the rounding band.
+std::optional<LineSearchStep> armijo_step(const Problem& problem, LossKind kind, const Vector& x,
                                   double loss_value, const Vector& gradient, const Vector& p,
                                   double shrink = 0.5, int max_halvings = 40, double c = 1e-4);
 

@@ -68,6 +68,71 @@ RC_GTEST_PROP(BMatrix, IsSymmetricAndSplitsIntoRankTwoPlusDiagonal, ()) {
   RC_ASSERT((assembled - B.full).cwiseAbs().maxCoeff() <= tol);
 }
 
+// The fused pass (A^T [v | p, q columns] in one pass over A) against dense formulas: plain loops for A^T v,
+// and A^T (explicit n x n sum of the outer products) A; for L_exp also A^T B.rank A with B.rank
+// from b_matrix (an independent formula for the same rank-two part). 1e-12 relative is ~4500 eps,
+// far above the rounding of these n <= 12 sums and far below any wrong column or coefficient.
+constexpr double kSameProduct = 1e-12;
+
+RC_GTEST_PROP(Loss, FusedGradientAndOuterTermsEqualDenseFormulas, ()) {
+  const auto r = testing::random_problem();
+  const Problem& p = r.problem;
+  const Point pt = evaluate_point(p, r.x);
+  for (LossKind kind : kAll) {
+    const Vector v = gradient_weights(p, kind, pt);
+    const InnerHessian inner = inner_hessian(p, kind, pt);
+    const GradientAndOuterTerms fused = gradient_and_outer_terms(p.A, v, inner.terms);
+    Vector g = Vector::Zero(p.d());
+    for (Index j = 0; j < p.d(); ++j) {
+      for (Index i = 0; i < p.n(); ++i) g[j] += p.A(i, j) * v[i];
+    }
+    Matrix inner_rank = Matrix::Zero(p.n(), p.n());
+    for (const OuterTerm& t : inner.terms) inner_rank += t.coef * t.p * t.q.transpose();
+    const Matrix outer = p.A.transpose() * inner_rank * p.A;
+    RC_ASSERT((fused.gradient - g).norm() <= kSameProduct * std::max(1.0, g.norm()));
+    RC_ASSERT((fused.outer - outer).norm() <= kSameProduct * std::max(1.0, outer.norm()));
+    if (kind == LossKind::kExp) {
+      const Matrix from_b = p.A.transpose() * b_matrix(pt.f, p.b).rank * p.A;
+      RC_ASSERT((fused.outer - from_b).norm() <= kSameProduct * std::max(1.0, from_b.norm()));
+    }
+    // The fused pass and the separate route (A^T v, add_outer_terms) agree.
+    Matrix separate = Matrix::Zero(p.d(), p.d());
+    add_outer_terms(p.A, inner.terms, separate);
+    RC_ASSERT((fused.outer - separate).norm() <= kSameProduct * std::max(1.0, separate.norm()));
+  }
+}
+
+// weighted_gram accumulates blocks of rows over threads: with more than one block (n above the
+// block of 2^20 / d rows) it still equals sum_i m_i a_i a_i^T, summed here in long double, for
+// nonnegative m (symmetric rank updates) and for m of both signs (general products).
+TEST(Loss, WeightedGramOverSeveralBlocksEqualsTheRowSum) {
+  const Index n = (Index(1) << 19) + 777, d = 2;
+  Matrix A(n, d);
+  Vector m(n);
+  for (Index i = 0; i < n; ++i) {
+    A(i, 0) = std::sin(0.37 * double(i));
+    A(i, 1) = std::cos(0.11 * double(i)) + 0.5;
+    m[i] = 1 + std::sin(0.013 * double(i));
+  }
+  for (bool mixed : {false, true}) {
+    if (mixed) m[n - 1] = -1;
+    long double sum[2][2] = {{0, 0}, {0, 0}}, scale = 0;
+    for (Index i = 0; i < n; ++i) {
+      for (int a = 0; a < 2; ++a) {
+        for (int b = 0; b < 2; ++b) sum[a][b] += (long double)m[i] * A(i, a) * A(i, b);
+      }
+      scale += std::fabs(m[i]) * A.row(i).squaredNorm();
+    }
+    const Matrix H = weighted_gram(A, m);
+    for (int a = 0; a < 2; ++a) {
+      for (int b = 0; b < 2; ++b) {
+        EXPECT_NEAR(H(a, b), double(sum[a][b]), Tol<double>::sum(std::size_t(n)) * double(scale))
+            << "entry " << a << "," << b << (mixed ? " (m of both signs)" : "");
+      }
+    }
+  }
+}
+
 TEST(Loss, ValuesMatchTheirDefinitionsOnAHandExample) {
   Problem p;
   p.A = Matrix::Identity(2, 2);

@@ -1,7 +1,9 @@
 #pragma once
-// Random small problems for the property tests of softmax_regression.
+// Random small problems for the property tests of softmax_regression, and the far-start instance
+// of the globalisation tests.
 #include <rapidcheck.h>
 
+#include "softmax_regression/instances.hpp"
 #include "softmax_regression/loss.hpp"
 
 namespace subevict::softmax_regression::testing {
@@ -34,6 +36,27 @@ inline RandomProblem random_problem(double scale = 1.0) {
   r.x.resize(d);
   for (Index j = 0; j < d; ++j) r.x[j] = draw(-1, 1);
   return r;
+}
+
+// A start far beyond x* where a full Newton step raises the full loss: every row of A has a first
+// entry >= 0.2 and the weights are small (w^2 ~ 0.002), so at x0 = -30 e_1 every z_i <= -6, the
+// exp terms are negligible and the Hessian there is ~ A^T W^2 A; the Newton step lands near the
+// regulariser's minimum (|x| ~ 1.6), where sum exp(z) ~ n, well above L(x0). x* ~ (-13, -0.6, -0.1),
+// lambda(Hessian(x*)) in [0.137, 0.358]. n = 200, d = 3.
+inline Instance far_start_instance() {
+  InstanceSpec spec;
+  spec.n = 200;
+  spec.d = 3;
+  spec.norm_A = 3;
+  spec.parameters.R = 3;
+  spec.seed = 1;
+  spec.violation = Violation::kWeakW;
+  Instance inst = make_instance(spec);
+  inst.problem.A.col(0) = inst.problem.A.col(0).cwiseAbs().array() + 0.2;
+  inst.problem.w *= 0.1;
+  inst.x0 = Vector::Zero(3);
+  inst.x0[0] = -30;
+  return inst;
 }
 
 }  // namespace subevict::softmax_regression::testing
