@@ -1,27 +1,27 @@
 #include "cli/output_directory.hpp"
 
-#include <cstdlib>
 #include <iostream>
 #include <span>
+#include <vector>
 
 #include "core/atomic_file.hpp"
+#include "core/plot.hpp"
 #include "core/staged_directory.hpp"
 
 namespace subevict::cli {
 
-void publish_directory(const std::string& dir, const std::map<std::string, std::string>& files,
-                       bool run_gnuplot) {
+void publish_directory(const std::string& dir, const std::map<std::string, std::string>& files, bool draw) {
   StagedDirectory staged(dir);
+  std::vector<std::string> figures;
   for (const auto& [name, text] : files) {
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
     const std::span<const std::byte> chunks[] = {bytes};
     write_file_atomically((staged.path() / name).string(), chunks);
+    if (name.size() > 3 && name.ends_with(".gp")) figures.push_back(name.substr(0, name.size() - 3));
   }
-  if (run_gnuplot) {
-    const std::string cmd = "cd '" + staged.path().string() + "' && gnuplot plots.gp > /dev/null 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "subevict: warning: gnuplot failed or is missing; plots skipped\n";
-    }
+  if (draw) {
+    const plot::Rendering rendering = plot::render(staged.path(), figures);
+    if (!rendering.note.empty()) std::cerr << "subevict: warning: " << rendering.note << "\n";
   }
   staged.publish();
 }

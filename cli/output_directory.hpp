@@ -8,11 +8,12 @@
 namespace subevict::cli {
 
 /// Writes every file of `files` (name → contents) into a fresh temporary directory beside `dir`,
-/// runs `gnuplot plots.gp` there when `run_gnuplot` (a failure or a missing gnuplot only warns on
-/// stderr), then moves each file into `dir` (created if missing) with an atomic rename: a failure
-/// leaves `dir` as it was, and every file in it is either the old or the new version. Throws
-/// InputError naming `dir` when the temporary directory cannot be created.
-void publish_directory(const std::string& dir, const std::map<std::string, std::string>& files,
-                       bool run_gnuplot);
+/// draws there, when `draw`, every figure NAME whose script NAME.gp is among `files`
+/// (core/plot.hpp render: NAME.svg and NAME.png; a missing gnuplot or a failing script only warns
+/// on stderr, saying which figures are missing), then moves each file into `dir` (created if
+/// missing) with an atomic rename: a failure leaves `dir` as it was, and every file in it is
+/// either the old or the new version. Throws InputError naming `dir` when the temporary directory
+/// cannot be created.
+void publish_directory(const std::string& dir, const std::map<std::string, std::string>& files, bool draw);
 
 }  // namespace subevict::cli

@@ -15,6 +15,7 @@
 #include "core/atomic_file.hpp"
 #include "core/input_error.hpp"
 #include "core/npy.hpp"
+#include "core/plot.hpp"
 #include "softmax_regression/approximate_newton.hpp"
 #include "softmax_regression/gradient_descent.hpp"
 #include "softmax_regression/hypotheses.hpp"
@@ -76,62 +77,34 @@ sr::Problem read_problem(const RegressArgs& a) {
   return p;
 }
 
+/// The convergence figure of `s` as FILE's stem .dat, .gp, .svg and .png beside FILE (core/plot.hpp).
 void write_plot(const std::string& path, const sr::Summary& s, const std::string& title) {
   const std::filesystem::path target(path);
   const std::string ext = target.extension().string();
   if (ext != ".svg" && ext != ".png") {
     throw InputError(path, "--plot", "a file name ending in .svg or .png", ext);
   }
-  std::filesystem::path data_path = target;
-  data_path.replace_extension(".dat");
-  std::ostringstream data;
-  data << "# iteration loss gradient_norm distance_to_x_star seconds\n";
-  data.precision(17);
+  const bool known_x_star = !s.trace.empty() && !std::isnan(s.trace[0].distance_to_x_star);
+  plot::Figure figure{target.stem().string(), title, "iteration t",
+                      known_x_star ? "Euclidean norm (log scale)" : "|grad L(x_t)|_2 (log scale)", plot::XAxis::linear,
+                      true, {}, "iteration", {}};
+  plot::Series gradient{"|grad L(x_t)|_2", {}, {}, plot::Mark::lines, "gradient_norm"};
+  plot::Series distance{"|x_t - x*|_2", {}, {}, plot::Mark::lines, "distance_to_x_star"};
+  plot::Series loss{"L(x_t)", {}, {}, plot::Mark::hidden, "loss"};
+  plot::Series seconds{"seconds", {}, {}, plot::Mark::hidden, "seconds"};
   for (const sr::IterationRecord& r : s.trace) {
-    data << r.iteration << ' ' << r.loss << ' ' << r.gradient_norm << ' '
-         << (std::isnan(r.distance_to_x_star) ? std::string("NaN")
-                                              : std::to_string(r.distance_to_x_star))
-         << ' ' << r.seconds << '\n';
+    for (auto [series, value] : {std::pair{&gradient, r.gradient_norm}, std::pair{&distance, r.distance_to_x_star},
+                                 std::pair{&loss, r.loss}, std::pair{&seconds, r.seconds}}) {
+      series->x.push_back(r.iteration);
+      series->y.push_back(value);
+    }
   }
-  const std::string bytes = data.str();
-  const std::span<const std::byte> chunk = std::as_bytes(std::span(bytes));
-  write_file_atomically(data_path.string(), std::span(&chunk, 1));
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    std::cerr << "subevict: warning: gnuplot not found on PATH; wrote the data to "
-              << data_path.string() << " but no plot\n";
-    return;
-  }
-  // Render to a temporary name in the same directory, then rename: no partial image is left.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + ext;
-  const std::string script_path = path + ".tmp." + std::to_string(::getpid()) + ".gp";
-  std::ostringstream script;
-  script << (ext == ".svg" ? "set terminal svg size 800,500 dynamic\n"
-                           : "set terminal pngcairo size 800,500\n")
-         << "set output '" << tmp << "'\n"
-         << "set title '" << title << "' noenhanced\nset logscale y\nset format y '%.0e'\n"
-         << "set xlabel 'iteration'\nset grid\nset key top right\n"
-         << "plot '" << data_path.string() << "' using 1:3 with linespoints title '|grad L|'"
-         << (s.trace.empty() || std::isnan(s.trace[0].distance_to_x_star)
-                 ? std::string()
-                 : ", '' using 1:4 with linespoints title '|x - x*|'")
-         << "\n";
-  {
-    const std::string sc = script.str();
-    const std::span<const std::byte> c = std::as_bytes(std::span(sc));
-    write_file_atomically(script_path, std::span(&c, 1));
-  }
-  const int rc = std::system(("gnuplot '" + script_path + "' 2>/dev/null").c_str());
-  std::filesystem::remove(script_path);
-  std::error_code ec;
-  if (rc != 0 || !std::filesystem::exists(tmp)) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(path, "--plot", "gnuplot to render the plot", "exit status " + std::to_string(rc));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(path, "--plot", "a writable path", ec.message());
-  }
+  figure.series = {gradient, distance, loss, seconds};
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  const std::string note = plot::write_figure(dir, figure, true);
+  if (note.empty()) return;
+  if (plot::gnuplot_available()) throw InputError(path, "--plot", "gnuplot to render the plot", note);
+  std::cerr << "subevict: warning: " << note << "\n";
 }
 
 nlohmann::json to_json(const sr::IterationRecord& r) {
@@ -230,8 +203,8 @@ void run(const RegressArgs& a) {
                                       std::vector<double>(s.x.data(), s.x.data() + s.x.size())});
   }
   if (!a.plot.empty()) {
-    write_plot(a.plot, s, a.solver + " on " + a.loss + " (n=" + std::to_string(problem.n()) +
-                              ", d=" + std::to_string(problem.d()) + ")");
+    write_plot(a.plot, s, "Convergence of " + a.solver + " on the " + a.loss + " loss (n = " +
+                              std::to_string(problem.n()) + ", d = " + std::to_string(problem.d()) + ")");
   }
   if (!a.json.empty()) {
     nlohmann::json doc = {{"source", source},
@@ -302,8 +275,8 @@ void add_regress_command(CLI::App& app) {
   cmd->add_option("--json", a->json, "Write the summary, hypotheses and trace as JSON");
   cmd->add_option("--x-out", a->x_out, "Write the final x as a (d,) float64 .npy");
   cmd->add_option("--plot", a->plot,
-                  "Plot |grad L| per iteration with gnuplot to FILE.svg or FILE.png (the data go "
-                  "to FILE.dat)");
+                  "Plot |grad L| (and |x - x*| when known) per iteration: FILE.svg or FILE.png names the "
+                  "figure; FILE's stem .svg, .png, .dat (the trace) and .gp (the gnuplot script) are written");
   cmd->callback([a]() { run(*a); });
 }
 

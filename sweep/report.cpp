@@ -1,5 +1,6 @@
 #include "sweep/report.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -50,6 +51,28 @@ std::string csv(const std::vector<ResultRow>& rows) {
 
 }  // namespace
 
+plot::Figure budget_curve_figure(const std::map<std::string, std::map<double, double>>& curves,
+                                 const std::vector<std::string>& policies, const std::string& scope) {
+  plot::Figure figure{"retained_vs_budget", "Mean retained attention mass against the cache budget (" + scope + ")",
+                      "cache budget k / n (log scale)", "retained attention mass (fraction per step)",
+                      plot::XAxis::log, false, {}, "budget", {}};
+  const std::pair<const char*, const char*> bounds[] = {{"OPT", "OPT (offline optimum)"},
+                                                        {"sum_U", "sum U_i (per-step oracle)"}};
+  const auto add = [&](const std::string& name, const std::string& label, plot::Mark mark) {
+    const auto it = curves.find(name);
+    if (it == curves.end()) return;
+    plot::Series s{label, {}, {}, mark, name};
+    for (const auto& [x, y] : it->second) {
+      s.x.push_back(x);
+      s.y.push_back(y);
+    }
+    figure.series.push_back(std::move(s));
+  };
+  for (const std::string& p : policies) add(p, p, plot::Mark::lines);
+  for (const auto& [name, label] : bounds) add(name, label, plot::Mark::bound);
+  return figure;
+}
+
 std::map<std::string, std::string> build_report(const std::vector<ResultRow>& rows) {
   std::map<std::string, std::string> files;
   files["sweep.csv"] = csv(rows);
@@ -84,30 +107,26 @@ std::map<std::string, std::string> build_report(const std::vector<ResultRow>& ro
     return it == curve.end() ? "nan" : format(it->second.value());
   };
 
-  std::ostringstream dat;
-  dat << "budget";
-  for (const auto& s : series) dat << ' ' << s;
-  dat << '\n';
-  for (double x : xs) {
-    dat << exact_text(x);
-    for (const auto& s : series) dat << ' ' << point(s, x, exact_text);
-    dat << '\n';
-  }
-  files["retained_vs_budget.dat"] = dat.str();
-
-  std::ostringstream gdat;
-  gdat << "preset";
-  for (const auto& p : policies) gdat << ' ' << p;
-  gdat << '\n';
-  for (const auto& preset : presets) {
-    gdat << preset;
-    for (const auto& p : policies) {
+  std::map<std::string, std::map<double, double>> curves;
+  for (const auto& [key, mean] : curve) curves[key.first][key.second] = mean.value();
+  const std::string jobs = std::to_string(rows.size()) + " job" + (rows.size() == 1 ? "" : "s");
+  std::vector<plot::Figure> figures = {
+      budget_curve_figure(curves, {policies.begin(), policies.end()}, "each point a mean over its jobs; " + jobs)};
+  // The gap to the optimum: one category per preset, one bar per policy.
+  plot::Figure gap_figure{"gap_to_optimum", "Gap to the offline optimum per preset (mean over its jobs, all budgets pooled; " + jobs + ")",
+                   "preset", "OPT - policy (retained mass, fraction per step)", plot::XAxis::categorical, false,
+                   {presets.begin(), presets.end()}, "preset", {}};
+  for (const auto& p : policies) {
+    plot::Series bars{p, {}, {}, plot::Mark::bars};
+    double index = 0;
+    for (const auto& preset : presets) {
       const auto it = gap.find({preset, p});
-      gdat << ' ' << (it == gap.end() ? "nan" : exact_text(it->second.value()));
+      bars.x.push_back(index++);
+      bars.y.push_back(it == gap.end() ? std::nan("") : it->second.value());
     }
-    gdat << '\n';
+    gap_figure.series.push_back(std::move(bars));
   }
-  files["gap_to_optimum.dat"] = gdat.str();
+  if (!gap.empty()) figures.push_back(std::move(gap_figure));
 
   std::ostringstream md;
   md << "# Sweep summary\n\n" << rows.size() << " jobs; presets:";
@@ -145,32 +164,13 @@ std::map<std::string, std::string> build_report(const std::vector<ResultRow>& ro
       md << '\n';
     }
   }
-  md << "\nFiles: sweep.csv (one row per job, sorted by job id), retained_vs_budget.{svg,png}, "
-        "gap_to_optimum.{svg,png}.\n";
+  md << "\nFiles: sweep.csv (one row per job, sorted by job id), retained_vs_budget.{svg,png}"
+     << (gap.empty() ? "" : ", gap_to_optimum.{svg,png}") << " (data NAME.dat, gnuplot script NAME.gp).\n";
   files["summary.md"] = md.str();
 
-  std::ostringstream gp;
-  for (const auto& [terminal, ext] : {std::pair{"svg size 900,540", "svg"},
-                                      std::pair{"pngcairo size 900,540", "png"}}) {
-    gp << "set terminal " << terminal << " noenhanced\nset key outside right\nset grid\n"
-       << "set output 'retained_vs_budget." << ext << "'\n"
-       << "set title 'Mean retained mass vs budget (mean over jobs)'\n"
-       << "set xlabel 'budget / n'\nset ylabel 'retained mass'\nset logscale x\n"
-       << "plot for [c=2:" << series.size() + 1
-       << "] 'retained_vs_budget.dat' using 1:c with linespoints title columnhead(c)\n"
-       << "unset logscale x\n";
-    if (!gap.empty()) {
-      gp << "set output 'gap_to_optimum." << ext << "'\n"
-         << "set title 'Gap to the offline optimum per preset (OPT - policy, mean over jobs)'\n"
-         << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.6\n"
-         << "set xlabel 'preset'\nset ylabel 'OPT - policy'\nset yrange [0:*]\n"
-         << "plot for [c=2:" << policies.size() + 1
-         << "] 'gap_to_optimum.dat' using c:xtic(1) title columnhead(c)\n"
-         << "set style data lines\n";
-    }
-    gp << "unset output\n";
+  for (const plot::Figure& figure : figures) {
+    for (auto& [name, text] : plot::figure_files(figure)) files[name] = std::move(text);
   }
-  files["plots.gp"] = gp.str();
   return files;
 }
 

@@ -44,7 +44,8 @@ TEST(Report, AggregatesAreMeansOverJobsAndTheCsvKeepsIdOrder) {
   rows[4].budget_kind = "size";
   rows[4].budget_value = 50;
   const auto files = build_report(rows);
-  for (const char* name : {"sweep.csv", "summary.md", "retained_vs_budget.dat", "gap_to_optimum.dat", "plots.gp"}) {
+  for (const char* name : {"sweep.csv", "summary.md", "retained_vs_budget.dat", "gap_to_optimum.dat",
+                           "retained_vs_budget.gp", "gap_to_optimum.gp"}) {
     EXPECT_TRUE(files.count(name)) << name;
   }
   const auto csv = lines(files.at("sweep.csv"));
@@ -63,8 +64,25 @@ TEST(Report, AggregatesAreMeansOverJobsAndTheCsvKeepsIdOrder) {
   // preset a: h2o gaps 0.25 and 0 -> 0.125; local 0.625. preset b: h2o 0.5; local has no OPT.
   EXPECT_EQ(gap[1], "a 0.125 0.625");
   EXPECT_EQ(gap[2], "b 0.5 nan");
-  EXPECT_NE(files.at("plots.gp").find("retained_vs_budget.svg"), std::string::npos);
-  EXPECT_NE(files.at("plots.gp").find("gap_to_optimum.png"), std::string::npos);
+  // The budget curve joins points over a log budget axis; the gap figure is categorical: one bar per
+  // policy in each preset's slot, tics named after the presets, never a line across presets.
+  const std::string& curve_gp = files.at("retained_vs_budget.gp");
+  EXPECT_NE(curve_gp.find("set logscale x"), std::string::npos);
+  EXPECT_NE(curve_gp.find("using 1:2 with linespoints"), std::string::npos) << curve_gp;
+  EXPECT_NE(curve_gp.find("set output 'retained_vs_budget.svg'"), std::string::npos);
+  const std::string& gap_gp = files.at("gap_to_optimum.gp");
+  EXPECT_NE(gap_gp.find("set xtics ('a' 0, 'b' 1)"), std::string::npos) << gap_gp;
+  EXPECT_EQ(gap_gp.find("lines"), std::string::npos) << gap_gp;
+  EXPECT_NE(gap_gp.find("using ($0-0.2):2:(0.38) with boxes"), std::string::npos) << gap_gp;
+  EXPECT_NE(gap_gp.find("title 'local'"), std::string::npos);
+  EXPECT_NE(gap_gp.find("set output 'gap_to_optimum.png'"), std::string::npos);
+}
+
+TEST(Report, WithoutAnOptimumThereIsNoGapFigure) {
+  const auto files = build_report({make("01", "a", "h2o", 0.25, 0.5, std::nullopt)});
+  EXPECT_TRUE(files.count("retained_vs_budget.gp"));
+  EXPECT_FALSE(files.count("gap_to_optimum.gp"));
+  EXPECT_EQ(files.at("summary.md").find("gap_to_optimum.{svg"), std::string::npos);
 }
 
 }  // namespace
