@@ -28,8 +28,10 @@
 #include "cli/output_directory.hpp"
 #include "core/atomic_file.hpp"
 #include "core/generator.hpp"
+#include "core/index_set.hpp"
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
+#include "core/plot.hpp"
 #include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/cache_schedule.hpp"
@@ -38,10 +40,12 @@
 #include "greedy/lookahead.hpp"
 #include "greedy/offline_optimum.hpp"
 #include "greedy/policy_registry.hpp"
+#include "greedy/policy_spec.hpp"
 #include "greedy/simulator.hpp"
 #include "greedy/step_oracle.hpp"
 #include "kernels/batched_simulation.hpp"
 #include "kernels/generate.hpp"
+#include "sweep/report.hpp"
 
 namespace subevict::cli {
 namespace {
@@ -53,8 +57,8 @@ struct SimulateArgs {
   std::string preset;
   std::string workload;
   int tokens = 0;
-  int layers = 1;
-  std::string heads;  // comma list of KV heads; empty = all
+  std::string layers = "0";  // a layer set (core/index_set.hpp)
+  std::string heads = "all";  // a KV head set
   std::string budget = "0.2";  // as typed, so that an error names it
   std::string budgets;
   std::string policies = "h2o,local,streamingllm,l2norm,tova,random";
@@ -66,6 +70,8 @@ struct SimulateArgs {
   std::string json;
   bool no_plots = false;
   bool quiet = false;
+  bool allow_nonfinite = false;
+  bool list_policies = false;
   std::string backend;  // empty: the fastest available
 };
 
@@ -84,16 +90,6 @@ std::vector<std::string> split(const std::string& list) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-int parse_int(const std::string& text, const std::string& field) {
-  try {
-    std::size_t used = 0;
-    const int v = std::stoi(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw InputError("simulate", field, "an integer", text);
 }
 
 double parse_budget_value(const std::string& text) {
@@ -117,9 +113,17 @@ greedy::Budget to_budget(double v) { return greedy::budget_from_value(v, "simula
 
 std::string fmt(double x) { return significant_digits(x, 10); }
 
+/// A CSV field: quoted (RFC 4180) when it holds a comma or a quote, as a policy label may.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 /// Runs the cells of the selected heads on `threads` workers (results in a fixed order).
 std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, int>>& heads,
-                            const std::vector<double>& budgets, const std::vector<std::string>& names,
+                            const std::vector<double>& budgets, const std::vector<greedy::PolicySpec>& specs,
                             const SimulateArgs& args, const BatchedRuns& batched) {
   const int n = w.shape().tokens;
   std::vector<Cell> cells(heads.size() * budgets.size());
@@ -138,16 +142,21 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
         options.seed = args.seed;
         options.horizon = args.horizon;
         options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
-        std::vector<std::string> rest;  // the policies the reference simulator runs
-        for (const auto& name : names) {
-          if (!batched.count({name, cell.budget_value})) rest.push_back(name);
+        std::vector<greedy::PolicySpec> rest;  // the policies the reference simulator runs
+        for (const auto& spec : specs) {
+          if (!batched.count({spec.label(), cell.budget_value})) rest.push_back(spec);
         }
         static_cast<greedy::HeadEvaluation&>(cell) = greedy::evaluate_head(w, layer, kv, rest, options);
         std::vector<Trace> ordered;
         std::size_t from_rest = 0;
-        for (const auto& name : names) {
-          const auto it = batched.find({name, cell.budget_value});
-          ordered.push_back(it != batched.end() ? it->second.trace(layer, kv) : std::move(cell.traces[from_rest++]));
+        for (const auto& spec : specs) {
+          const auto it = batched.find({spec.label(), cell.budget_value});
+          if (it != batched.end()) {
+            ordered.push_back(it->second.trace(layer, kv));
+            ordered.back().policy = spec.label();
+          } else {
+            ordered.push_back(std::move(cell.traces[from_rest++]));
+          }
         }
         cell.traces = std::move(ordered);
         progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", budget " +
@@ -174,9 +183,102 @@ struct Outputs {
   nlohmann::json doc;
 };
 
-Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::string>& names,
+/// Mean retained mass per (series, budget value): the sum over head groups and their count.
+using Aggregate = std::map<std::pair<std::string, double>, std::pair<double, int>>;
+
+/// "0.2 n" for a ratio, "k = 64" for a size.
+std::string budget_text(double b) { return b < 1.0 ? fmt(b) + " n" : "k = " + fmt(b); }
+
+/// The figures: retained mass per step at the main budget (a centred running mean over n / 32
+/// steps of the mean over head groups), retained mass against the budget, and the gap to the
+/// optimum per policy at the main budget (when OPT was computed).
+std::vector<plot::Figure> figures(const std::vector<Cell>& cells, const std::vector<std::string>& names,
+                                  double main_budget, int tokens, const Aggregate& aggregate) {
+  std::map<std::string, std::vector<double>> per_step;  // summed over the head groups at the main budget
+  int groups = 0;
+  for (const Cell& c : cells) {
+    if (c.budget_value != main_budget) continue;
+    ++groups;
+    auto add = [&](const std::string& name, int i, double v) {
+      auto& vec = per_step[name];
+      vec.resize(std::size_t(c.tokens), 0.0);
+      vec[std::size_t(i)] += v;
+    };
+    for (const Trace& t : c.traces)
+      for (const auto& s : t.steps) add(t.policy, s.step, s.retained_mass);
+    for (int i = 0; c.has_optimum && i < c.tokens; ++i) add("OPT", i, c.optimum.step_mass[i] / c.heads);
+  }
+  const std::string scope = "mean over " + std::to_string(std::max(1, groups)) + " (layer, KV head) group" +
+                            (groups == 1 ? "" : "s");
+  const int window = std::max(1, tokens / 32);
+  plot::Figure steps{"retained_per_step",
+                     "Retained attention mass per step at budget " + budget_text(main_budget) + " (" + scope +
+                         (window > 1 ? ", running mean over " + std::to_string(window) + " steps)" : ")"),
+                     "decoding step i (token position)", "retained attention mass (fraction per step)",
+                     plot::XAxis::linear, false, {}, "step", {}};
+  std::vector<std::string> order = names;
+  order.push_back("OPT");
+  for (const std::string& name : order) {
+    const auto it = per_step.find(name);
+    if (it == per_step.end()) continue;
+    const std::vector<double>& sum = it->second;
+    plot::Series s{name == "OPT" ? "OPT (offline optimum)" : name, {}, {},
+                   name == "OPT" ? plot::Mark::bound : plot::Mark::lines, name};
+    for (std::size_t i = 0; i < sum.size(); ++i) {
+      const std::size_t lo = i >= std::size_t(window / 2) ? i - std::size_t(window / 2) : 0;
+      const std::size_t hi = std::min(sum.size(), lo + std::size_t(window));
+      double mean = 0.0;
+      for (std::size_t j = lo; j < hi; ++j) mean += sum[j];
+      s.x.push_back(double(i));
+      s.y.push_back(mean / double(hi - lo) / double(std::max(1, groups)));
+    }
+    steps.series.push_back(std::move(s));
+  }
+  std::vector<plot::Figure> out;
+  if (!steps.series.empty()) out.push_back(std::move(steps));
+
+  std::map<std::string, std::map<double, double>> curves;
+  for (const auto& [key, value] : aggregate) {
+    const double x = key.second < 1.0 ? key.second : key.second / double(tokens);
+    curves[key.first].emplace(x, value.first / value.second);  // a size equal to a ratio: the first
+  }
+  out.push_back(sweep::budget_curve_figure(curves, names, scope));
+
+  const auto opt = aggregate.find({"OPT", main_budget});
+  if (opt != aggregate.end()) {
+    plot::Figure gap{"gap_to_optimum",
+                     "Gap to the offline optimum at budget " + budget_text(main_budget) + " (" + scope + ")",
+                     "policy", "OPT - policy (retained mass, fraction per step)", plot::XAxis::categorical,
+                     false, {}, "policy", {}};
+    plot::Series bars{"OPT - policy", {}, {}, plot::Mark::bars, "gap_to_optimum"};
+    for (const std::string& name : names) {
+      const auto it = aggregate.find({name, main_budget});
+      if (it == aggregate.end()) continue;
+      bars.x.push_back(double(gap.categories.size()));
+      bars.y.push_back(opt->second.first / opt->second.second - it->second.first / it->second.second);
+      gap.categories.push_back(name);
+    }
+    gap.series.push_back(std::move(bars));
+    if (!gap.categories.empty()) out.push_back(std::move(gap));
+  }
+  return out;
+}
+
+Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::PolicySpec>& specs,
                       const std::vector<double>& budgets, double main_budget, const Workload& w,
-                      const SimulateArgs& args) {
+                      const std::vector<int>& layers, const std::vector<int>& kv_heads, const SimulateArgs& args) {
+  std::vector<std::string> names;
+  nlohmann::json parameters = nlohmann::json::object();
+  for (const auto& spec : specs) {
+    names.push_back(spec.label());
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [key, text] : greedy::effective_parameters(spec)) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      values[key] = end == text.c_str() + text.size() && !text.empty() ? nlohmann::json(v) : nlohmann::json(text);
+    }
+    parameters[spec.label()] = {{"name", spec.name}, {"parameters", values}};
+  }
   Outputs out;
   const double tol = 1e-9;
   std::ostringstream summary, steps;
@@ -186,7 +288,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
   nlohmann::json per_head = nlohmann::json::array();
   std::vector<std::string> violations;
   // Aggregates: mean over heads of the mean retained mass, per (policy, budget).
-  std::map<std::pair<std::string, double>, std::pair<double, int>> aggregate;
+  Aggregate aggregate;
   std::map<std::pair<std::string, double>, int> uncompressed;  // heads a policy did not compress
   for (const Cell& c : cells) {
     const double g = c.heads, n = c.tokens;
@@ -206,7 +308,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
       const double total = t.total_retained_mass() / g;
       const double err = greedy::mean_output_error(t);
       summary << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << c.budget << ','
-              << t.policy << ',' << (t.oracle ? 1 : 0) << ',' << fmt(total) << ','
+              << csv_field(t.policy) << ',' << (t.oracle ? 1 : 0) << ',' << fmt(total) << ','
               << fmt(total / n) << ',' << fmt(err) << ',' << (c.has_optimum ? fmt(opt) : "") << ','
               << (c.has_oracle ? fmt(orc) : "") << ',' << (c.has_optimum ? fmt(opt - total) : "")
               << '\n';
@@ -226,7 +328,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
       if (c.budget_value == main_budget) {
         for (const auto& s : t.steps) {
           steps << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << s.step << ','
-                << t.policy << ',' << fmt(s.retained_mass) << '\n';
+                << csv_field(t.policy) << ',' << fmt(s.retained_mass) << '\n';
         }
       }
     }
@@ -269,7 +371,11 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
              {"budgets", budgets},
              {"budget_rule", "values in (0, 1) are ratios of the sequence length, values >= 1 absolute sizes"},
              {"main_budget", main_budget},
+             {"layers", layers},
+             {"layers_text", format_index_set(layers)},
+             {"kv_heads", kv_heads},
              {"policies", names},
+             {"policy_parameters", parameters},
              {"optimum", args.optimum},
              {"units", "retained attention mass, mean over the query heads of each KV head; totals sum over steps"},
              {"decomposition", "policy <= OPT_irreversible <= sum_i U_i <= n"},
@@ -278,85 +384,30 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<std::str
              {"aggregate", agg},
              {"heads", per_head}};
 
-  // Plot data: mean over heads per step (main budget) and per budget.
-  std::map<std::string, std::vector<double>> per_step;
-  int heads_main = 0;
-  for (const Cell& c : cells) {
-    if (c.budget_value != main_budget) continue;
-    ++heads_main;
-    auto add = [&](const std::string& name, int i, double v) {
-      auto& vec = per_step[name];
-      vec.resize(c.tokens, 0.0);
-      vec[i] += v;
-    };
-    for (const Trace& t : c.traces)
-      for (const auto& s : t.steps) add(t.policy, s.step, s.retained_mass);
-    for (int i = 0; c.has_optimum && i < c.tokens; ++i) add("OPT", i, c.optimum.step_mass[i] / c.heads);
+  for (const plot::Figure& figure : figures(cells, names, main_budget, w.shape().tokens, aggregate)) {
+    for (auto& [name, text] : plot::figure_files(figure)) out.files[name] = std::move(text);
   }
-  std::ostringstream step_dat, budget_dat, gap_dat;
-  std::vector<std::string> series;
-  for (const auto& [name, v] : per_step) series.push_back(name);
-  step_dat << "step";
-  for (const auto& s : series) step_dat << ' ' << s;
-  step_dat << '\n';
-  const std::size_t steps_n = per_step.empty() ? 0 : per_step.begin()->second.size();
-  for (std::size_t i = 0; i < steps_n; ++i) {
-    step_dat << i;
-    for (const auto& s : series) step_dat << ' ' << fmt(per_step[s][i] / std::max(1, heads_main));
-    step_dat << '\n';
-  }
-  std::vector<std::string> curve = names;
-  if (args.optimum == "flow") curve.push_back("OPT");
-  if (args.optimum != "none") curve.push_back("sum_U");
-  budget_dat << "budget";
-  for (const auto& s : curve) budget_dat << ' ' << s;
-  budget_dat << '\n';
-  for (double b : budgets) {
-    budget_dat << fmt(b < 1.0 ? b : b / double(w.shape().tokens));
-    for (const auto& s : curve) {
-      const auto it = aggregate.find({s, b});
-      budget_dat << ' ' << (it == aggregate.end() ? "nan" : fmt(it->second.first / it->second.second));
-    }
-    budget_dat << '\n';
-  }
-  gap_dat << "# policy gap_to_optimum(mean retained mass)\n";
-  const auto opt_main = aggregate.find({"OPT", main_budget});
-  for (const auto& name : names) {
-    const auto it = aggregate.find({name, main_budget});
-    if (opt_main == aggregate.end() || it == aggregate.end()) continue;
-    gap_dat << '"' << name << "\" "
-            << fmt(opt_main->second.first / opt_main->second.second - it->second.first / it->second.second)
-            << '\n';
-  }
-  out.files["retained_per_step.dat"] = step_dat.str();
-  out.files["retained_vs_budget.dat"] = budget_dat.str();
-  out.files["gap_to_optimum.dat"] = gap_dat.str();
-
-  std::ostringstream gp;
-  for (const auto& [terminal, ext] : {std::pair{"svg size 900,540", "svg"},
-                                      std::pair{"pngcairo size 900,540", "png"}}) {
-    gp << "set terminal " << terminal << "\nset key outside right\nset grid\n"
-       << "set output 'retained_per_step." << ext << "'\n"
-       << "set title 'Retained attention mass per step (budget " << fmt(main_budget) << ", mean over heads)'\n"
-       << "set xlabel 'step'\nset ylabel 'retained mass'\n"
-       << "plot for [c=2:" << series.size() + 1 << "] 'retained_per_step.dat' using 1:c with lines title columnhead(c)\n"
-       << "set output 'retained_vs_budget." << ext << "'\n"
-       << "set title 'Mean retained mass vs budget (ratio of n)'\nset xlabel 'budget / n'\nset logscale x\n"
-       << "plot for [c=2:" << curve.size() + 1 << "] 'retained_vs_budget.dat' using 1:c with linespoints title columnhead(c)\n"
-       << "unset logscale x\n";
-    if (opt_main != aggregate.end()) {
-      gp << "set output 'gap_to_optimum." << ext << "'\n"
-         << "set title 'Gap to the offline optimum (mean retained mass, budget " << fmt(main_budget) << ")'\n"
-         << "set style fill solid 0.6\nset boxwidth 0.6\nset xlabel ''\nset ylabel 'OPT - policy'\nset xtics rotate by -30\n"
-         << "plot 'gap_to_optimum.dat' using 0:2:xtic(1) with boxes notitle\nunset xtics\nset xtics\n";
-    }
-    gp << "unset output\n";
-  }
-  out.files["plots.gp"] = gp.str();
   return out;
 }
 
+/// Every policy with its parameters and defaults (--list-policies).
+void print_policies() {
+  std::cout << "policies (NAME or NAME:KEY=VALUE,...; docs/eviction.md):\n";
+  for (const std::string& name : greedy::spec_policy_names()) {
+    const auto parameters = greedy::policy_parameters(name);
+    std::cout << "  " << name << (parameters.empty() ? "  (no parameters)" : "") << "\n";
+    for (const auto& p : parameters) {
+      std::printf("      %-11s default %-5s %s\n", p.key.c_str(), p.default_value.c_str(), p.meaning.c_str());
+    }
+  }
+}
+
 void run_simulate(const SimulateArgs& args) {
+  if (args.list_policies) {
+    print_policies();
+    return;
+  }
+  if (args.output.empty()) throw CLI::RequiredError("-o,--output");
   // Validate everything cheap before any work or output.
   if (args.preset.empty() == args.workload.empty()) {
     throw InputError("simulate", "input", "exactly one of --preset and --workload");
@@ -366,9 +417,8 @@ void run_simulate(const SimulateArgs& args) {
     throw InputError("simulate", "--optimum", "none, flow or oracle", args.optimum);
   }
   if (args.threads < 0) throw InputError("simulate", "--threads", "an integer >= 0", std::to_string(args.threads));
-  const std::vector<std::string> names = split(args.policies);
-  if (names.empty()) throw InputError("simulate", "--policies", "at least one policy name");
-  for (const auto& name : names) (void)greedy::make_named_policy(name, args.horizon);  // unknown names throw here
+  if (args.horizon < 1) throw InputError("simulate", "--horizon", "an integer >= 1", std::to_string(args.horizon));
+  const std::vector<greedy::PolicySpec> specs = greedy::parse_policy_list(args.policies, "simulate", "--policies", args.horizon);
   const kernels::Backend backend =
       args.backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args.backend);
   kernels::require_available(backend);
@@ -378,37 +428,36 @@ void run_simulate(const SimulateArgs& args) {
   const std::vector<double> budgets(budget_set.begin(), budget_set.end());
 
   Workload w;
+  std::vector<int> layers;
   if (!args.workload.empty()) {
-    w = read_workload(args.workload);
+    ReadOptions read_options;
+    read_options.allow_nonfinite = args.allow_nonfinite;
+    w = read_workload(args.workload, read_options);
+    layers = parse_index_set(args.layers, w.shape().layers, {"simulate", "--layers", "layers"});
   } else {
-    w = kernels::generate_workload(spec_from_preset(args.preset, args.tokens, args.layers, args.seed), backend);
+    // The layer set is read against the preset's layers; the layers up to the last one are generated
+    // (a generated layer does not depend on how many follow it).
+    const WorkloadSpec model = spec_from_preset(args.preset, args.tokens, 0, args.seed);
+    layers = parse_index_set(args.layers, model.shape.layers, {"simulate", "--layers", "layers"});
+    w = kernels::generate_workload(spec_from_preset(args.preset, args.tokens, layers.back() + 1, args.seed), backend);
   }
   const Shape& shape = w.shape();
   if (!args.workload.empty() && args.tokens != 0 && args.tokens != shape.tokens) {
     throw InputError(args.workload, "--tokens", std::to_string(shape.tokens) + " (the file's) or 0",
                      std::to_string(args.tokens));
   }
-  const int layers = args.layers <= 0 ? shape.layers : args.layers;
-  if (layers > shape.layers) {
-    throw InputError("simulate", "--layers", "at most " + std::to_string(shape.layers), std::to_string(layers));
+  const std::vector<int> kv = parse_index_set(args.heads, shape.kv_heads, {"simulate", "--heads", "KV heads"});
+  if (args.allow_nonfinite) {
+    require_finite(w, layers, kv, args.workload,
+                   "in the selected layers and KV heads (--allow-nonfinite accepts the file, but eviction needs "
+                   "finite attention: leave the layer or head out with --layers or --heads)");
   }
-  std::vector<int> kv;
-  for (const auto& h : split(args.heads)) {
-    const int v = parse_int(h, "--heads");
-    if (v < 0 || v >= shape.kv_heads) {
-      throw InputError("simulate", "--heads", "KV heads in [0, " + std::to_string(shape.kv_heads) + ")", h);
-    }
-    if (std::find(kv.begin(), kv.end(), v) != kv.end()) {
-      throw InputError("simulate", "--heads", "each KV head once", h + " (listed twice)");
-    }
-    kv.push_back(v);
+  for (double b : budgets) {
+    const int k = to_budget(b).resolve(shape.tokens, 0);
+    for (const auto& spec : specs) greedy::check_policy_budget(spec, shape.tokens, k, "simulate", "--policies");
   }
-  if (kv.empty()) {
-    for (int h = 0; h < shape.kv_heads; ++h) kv.push_back(h);
-  }
-  for (double b : budgets) (void)to_budget(b).resolve(shape.tokens, 0);
   std::vector<std::pair<int, int>> heads;
-  for (int l = 0; l < layers; ++l)
+  for (int l : layers)
     for (int h : kv) heads.emplace_back(l, h);
   const int threads = args.threads == 0 ? int(std::max(1u, std::thread::hardware_concurrency())) : args.threads;
   SimulateArgs run_args = args;
@@ -416,25 +465,27 @@ void run_simulate(const SimulateArgs& args) {
 
   BatchedRuns batched;
   if (backend != kernels::Backend::kReference) {
-    for (const auto& name : names) {
-      if (!kernels::is_batched_policy(name)) continue;
+    for (const auto& spec : specs) {
+      if (!kernels::is_batched_policy(spec.name)) continue;
       for (double b : budgets) {
         kernels::BatchedOptions options;
-        options.policy = kernels::parse_batched_policy(name);
+        options.policy = kernels::parse_batched_policy(spec.name);
         options.budget = to_budget(b).resolve(shape.tokens, 0);
-        batched.emplace(std::pair{name, b}, kernels::simulate_batched(w, options, backend));
+        options.params = spec.params;
+        batched.emplace(std::pair{spec.label(), b}, kernels::simulate_batched(w, options, backend));
       }
     }
   }
-  const std::vector<Cell> cells = run_cells(w, heads, budgets, names, run_args, batched);
-  const Outputs outputs = build_outputs(cells, names, budgets, main_budget, w, args);
+  const std::vector<Cell> cells = run_cells(w, heads, budgets, specs, run_args, batched);
+  const Outputs outputs = build_outputs(cells, specs, budgets, main_budget, w, layers, kv, args);
   std::map<std::string, std::string> files = outputs.files;
   files["results.json"] = outputs.doc.dump(2) + "\n";
   publish_directory(args.output, files, !args.no_plots);
   if (!args.json.empty()) write_json(args.json, outputs.doc);
 
   // The headline table: aggregated mean retained mass per policy at the main budget.
-  std::cout << "simulate: " << to_string(shape) << ", " << heads.size() << " (layer, KV head) groups, budgets";
+  std::cout << "simulate: " << to_string(shape) << "; layers " << format_index_set(layers) << ", KV heads "
+            << format_index_set(kv) << ": " << heads.size() << " (layer, KV head) groups, budgets";
   for (double b : budgets) std::cout << ' ' << fmt(b);
   std::cout << "\nmean retained mass at budget " << fmt(main_budget) << ":\n";
   for (const auto& a : outputs.doc["aggregate"]) {
@@ -461,24 +512,32 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--preset", args->preset, "Generate an LLM-like workload of this model shape");
   cmd->add_option("--workload", args->workload, "Read a workload: FILE.safetensors or a q/k/v.npy directory");
   cmd->add_option("--tokens", args->tokens, "Tokens of a generated workload (0: the preset's default)");
-  cmd->add_option("--layers", args->layers, "Run the first L layers (0: all); a preset generates L")
+  cmd->add_option("--layers", args->layers,
+                  "Layers to run: a list of layers and ranges such as 0,14,20-29, or all; a single number N is "
+                  "layer N alone (not the first N layers: write 0-3 for those); a preset generates layers 0 up "
+                  "to the last one listed")
       ->capture_default_str();
-  cmd->add_option("--heads", args->heads, "KV heads to run, comma-separated (default: all)");
+  cmd->add_option("--heads", args->heads, "KV heads to run, in the same syntax (e.g. 1 or 0,2-3)")->capture_default_str();
   cmd->add_option("--budget", args->budget,
                   "Budget of the per-step outputs: a ratio in (0, 1) of the sequence length, or an integer size")
       ->capture_default_str();
   cmd->add_option("--budgets", args->budgets, "Further budgets for the budget curve, comma-separated (e.g. 0.04,0.1,0.2,0.6)");
-  cmd->add_option("--policies", args->policies, "Policies, comma-separated (policy names, or lookahead)")
+  cmd->add_option("--policies", args->policies,
+                  "Policies, comma-separated, each NAME or NAME:KEY=VALUE,... (e.g. h2o:heavy=52,recent=50,local); "
+                  "--list-policies shows every name, key and default")
       ->capture_default_str();
+  cmd->add_flag("--list-policies", args->list_policies, "List the policies with their parameters and defaults, and exit");
   cmd->add_option("--optimum", args->optimum, "none | flow (offline optimum and oracle) | oracle (per-step U_i only)")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the generator and of randomized policies")->capture_default_str();
   cmd->add_option("--horizon", args->horizon, "Lookahead window L of the lookahead policy")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Worker threads over heads (0: all cores)")->capture_default_str();
-  cmd->add_option("-o,--output", args->output, "Output directory")->required();
+  cmd->add_option("-o,--output", args->output, "Output directory (required)");
   cmd->add_option("--json", args->json, "Also write results.json to this file");
   cmd->add_flag("--no-plots", args->no_plots, "Skip the gnuplot plots");
   cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
+  cmd->add_flag("--allow-nonfinite", args->allow_nonfinite,
+                "Read a --workload file holding NaN/Inf; the selected layers and KV heads must still be finite");
   cmd->add_option("--backend", args->backend,
                   "reference | portable | cuda (default: the fastest available): runs h2o, local, streamingllm, "
                   "l2norm and tova batched over all heads; other policies, the oracle and the optimum always run "

@@ -8,6 +8,7 @@
 #include "cli/json_output.hpp"
 #include "core/generator.hpp"
 #include "core/generator_profile.hpp"
+#include "core/index_set.hpp"
 #include "core/presets.hpp"
 #include "core/progress.hpp"
 #include "core/workload_io.hpp"
@@ -55,7 +56,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--tokens", args->tokens, "Tokens (0: the preset's default)")->capture_default_str();
   CLI::Option* layers =
       cmd->add_option("--layers", args->layers,
-                      "Layers to generate, the model's first (0: all of the model's; default 1 with --preset, "
+                      "Number of layers to generate, a count (not a layer set): the model's first N (0: all of the model's; default 1 with --preset, "
                       "all of the profile's with --profile)");
   cmd->add_option("--seed", args->seed, "Seed of the counter-based generator")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads (0: all cores); output does not depend on it");
@@ -128,6 +129,8 @@ void add_inspect(CLI::App& parent) {
   auto allow_nonfinite = std::make_shared<bool>(false);
   auto table = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
+  auto layers = std::make_shared<std::string>("all");
+  auto heads = std::make_shared<std::string>("all");
   CLI::App* cmd = parent.add_subcommand(
       "inspect", "Measure a workload's attention structure per (layer, head): sparsity, sink mass, "
                  "recency, power law of accumulated attention, heavy-hitter share, key-norm correlation");
@@ -143,9 +146,17 @@ void add_inspect(CLI::App& parent) {
   cmd->add_option("--sink-head-threshold", opt->sink_head_threshold,
                   "A head is a sink head when its late first-token mass exceeds this")
       ->capture_default_str();
-  cmd->add_option("--table", *table, "Rows of the printed table: head | layer (default: head for one layer, "
+  cmd->add_option("--table", *table, "Rows of the printed table: head | layer (default: head for one chosen layer, "
                                      "layer otherwise); the JSON has both")
       ->check(CLI::IsMember({"head", "layer"}));
+  cmd->add_option("--layers", *layers,
+                  "Layers to measure: a list of layers and ranges such as 0,14,20-29, or all; a single number N is "
+                  "layer N alone")
+      ->capture_default_str();
+  cmd->add_option("--heads", *heads,
+                  "Query heads to measure in every chosen layer, in the same syntax (query heads, as the table's "
+                  "head column; KV head h groups query heads h g .. h g + g - 1)")
+      ->capture_default_str();
   cmd->add_option("--threads", opt->threads, "Threads (0: all cores)");
   cmd->add_flag("--quiet", *quiet, "No progress on stderr");
   cmd->add_flag("--allow-nonfinite", *allow_nonfinite, "Accept NaN/Inf in the file");
@@ -155,19 +166,28 @@ void add_inspect(CLI::App& parent) {
     const Workload w = read_workload(*file, read_options);
     require_output_directory(*json_path, "--json");
     InspectOptions options = *opt;
-    Progress progress("inspect", (long long)w.shape().layers * w.shape().q_heads, "heads", *quiet);
+    options.layers = parse_index_set(*layers, w.shape().layers, {"inspect", "--layers", "layers"});
+    options.q_heads = parse_index_set(*heads, w.shape().q_heads, {"inspect", "--heads", "query heads"});
+    Progress progress("inspect", (long long)(options.layers.size() * options.q_heads.size()), "heads", *quiet);
     options.progress = [&progress](int, int) { progress.advance(); };
     const auto heads = inspect_workload(w, options);
     const HeadStatistics mean = mean_statistics(heads);
     std::cout << *file << ": " << to_string(w.shape()) << " (" << w.shape().attention_kind()
               << ", score scale " << w.score_scale() << ")\n";
-    print_table(heads, !table->empty() ? *table : (w.shape().layers > 1 ? "layer" : "head"),
+    std::cout << "layers " << format_index_set(options.layers) << ", query heads " << format_index_set(options.q_heads)
+              << ": " << heads.size() << " (layer, query head) pairs\n";
+    print_table(heads, !table->empty() ? *table : (options.layers.size() > 1 ? "layer" : "head"),
                 opt->sink_head_threshold);
     if (!json_path->empty()) {
       nlohmann::json doc = {{"file", *file},
                             {"shape", to_json(w.shape())},
                             {"score_scale", w.score_scale()},
                             {"metadata", w.metadata},
+                            {"measured",
+                             {{"layers", options.layers},
+                              {"layers_text", format_index_set(options.layers)},
+                              {"q_heads", options.q_heads},
+                              {"q_heads_text", format_index_set(options.q_heads)}}},
                             {"options",
                              {{"tau", opt->tau},
                               {"sinks", opt->sinks},

@@ -20,6 +20,7 @@ struct FitArgs {
   FitOptions options;
   bool rope_base_set = false;
   bool quiet = false;
+  bool allow_nonfinite = false;
 };
 
 /// The RoPE base the workload records (exporters write "rope_base"), or `fallback`.
@@ -94,10 +95,19 @@ void add_workload_fit(CLI::App& workload) {
       ->each([args](const std::string&) { args->rope_base_set = true; });
   cmd->add_option("--threads", args->options.threads, "Layers fitted in parallel (0: all cores)");
   cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
+  cmd->add_flag("--allow-nonfinite", args->allow_nonfinite,
+                "Read a file holding NaN/Inf (the fit still refuses one: it measures every layer)");
   cmd->callback([args]() {
     require_output_directory(args->output, "--output");
     require_output_directory(args->json, "--json");
-    const Workload real = read_workload(args->input);
+    ReadOptions read_options;
+    read_options.allow_nonfinite = args->allow_nonfinite;
+    const Workload real = read_workload(args->input, read_options);
+    // The fit measures every layer: it cannot run on non-finite attention even when the file is accepted.
+    if (args->allow_nonfinite) {
+      require_finite(real, args->input, "in every layer (--allow-nonfinite accepts the file, but the fit measures "
+                                        "the attention of every layer)");
+    }
     FitOptions options = args->options;
     if (!args->rope_base_set) options.rope_base = recorded_rope_base(real, options.rope_base);
     Progress measuring("fit: measuring the real workload", (long long)real.shape().layers * real.shape().q_heads,

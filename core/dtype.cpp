@@ -197,7 +197,7 @@ void check_finite(std::span<const T> values, const std::string& source, const st
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       throw InputError(source, field,
-                       "finite values (NaN and Inf are rejected unless allow_nonfinite is set)",
+                       "finite values (NaN and Inf are rejected unless allowed: --allow-nonfinite)",
                        describe_nonfinite(values[i]) + " at element " + std::to_string(i));
     }
   }

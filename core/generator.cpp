@@ -20,7 +20,7 @@ namespace {
 constexpr int kMaxHeadDim = 1024;
 
 void require(bool ok, const std::string& field, const std::string& expected, double got) {
-  if (!ok) throw InputError("llm-like parameters", field, expected, std::to_string(got));
+  if (!ok) throw InputError("llm-like parameters", field, expected, significant_digits(got, 17));
 }
 
 /// Runs row(layer, head, token, offset) for every row of a tensor with `heads` heads of `w`, in
@@ -91,21 +91,27 @@ std::vector<std::pair<const char*, std::vector<double>>> llm_param_columns(const
 }
 
 void LlmLikeParams::validate() const {
-  auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0; };
-  require(finite_nonneg(content_logit_std), "content_logit_std", "a finite value >= 0", content_logit_std);
+  const std::string magnitude = "a finite value in [0, " + significant_digits(kLlmMaxMagnitude, 10) + "]";
+  const std::string least = "a finite value >= " + significant_digits(kLlmMinMagnitude, 10);
+  auto in_magnitude = [](double v) { return std::isfinite(v) && v >= 0 && v <= kLlmMaxMagnitude; };
+  require(in_magnitude(content_logit_std), "content_logit_std", magnitude, content_logit_std);
   require(sinks >= 0, "sinks", "a count >= 0", sinks);
-  require(finite_nonneg(sink_logit), "sink_logit", "a finite value >= 0", sink_logit);
+  require(in_magnitude(sink_logit), "sink_logit", magnitude, sink_logit);
   require(sink_head_fraction >= 0 && sink_head_fraction <= 1, "sink_head_fraction", "a value in [0, 1]",
           sink_head_fraction);
-  require(token_types >= 1, "token_types", "at least 1", token_types);
+  require(token_types >= 1 && token_types <= kLlmMaxTokenTypes, "token_types",
+          "an integer in [1, " + std::to_string(kLlmMaxTokenTypes) + "]", token_types);
   require(std::isfinite(zipf_alpha) && zipf_alpha >= 0, "zipf_alpha", "a finite value >= 0", zipf_alpha);
-  require(finite_nonneg(heavy_logit), "heavy_logit", "a finite value >= 0", heavy_logit);
-  require(finite_nonneg(norm_logit_range), "norm_logit_range", "a finite value >= 0", norm_logit_range);
-  require(std::isfinite(norm_spread) && norm_spread > 0, "norm_spread", "a finite value > 0", norm_spread);
-  require(finite_nonneg(recency_logit), "recency_logit", "a finite value >= 0", recency_logit);
+  require(in_magnitude(heavy_logit), "heavy_logit", magnitude, heavy_logit);
+  require(in_magnitude(norm_logit_range), "norm_logit_range", magnitude, norm_logit_range);
+  require(in_magnitude(norm_spread) && norm_spread >= kLlmMinMagnitude, "norm_spread",
+          "a finite value in [" + significant_digits(kLlmMinMagnitude, 10) + ", " +
+              significant_digits(kLlmMaxMagnitude, 10) + "]",
+          norm_spread);
+  require(in_magnitude(recency_logit), "recency_logit", magnitude, recency_logit);
   require(std::isfinite(rope_base) && rope_base > 1, "rope_base", "a finite value > 1", rope_base);
-  require(std::isfinite(temperature) && temperature > 0, "temperature", "a finite value > 0", temperature);
-  require(finite_nonneg(value_std), "value_std", "a finite value >= 0", value_std);
+  require(std::isfinite(temperature) && temperature >= kLlmMinMagnitude, "temperature", least, temperature);
+  require(in_magnitude(value_std), "value_std", magnitude, value_std);
 }
 
 WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, std::uint64_t seed,
@@ -137,6 +143,11 @@ void validate_spec(const WorkloadSpec& spec) {
                      significant_digits(spec.score_scale, 10));
   }
   if (spec.kind == GeneratorKind::kGaussian) return;
+  if (spec.score_scale != 0 && spec.score_scale < kLlmMinMagnitude) {
+    throw InputError("llm-like generator", "score_scale",
+                     "0 (1/sqrt(head_dim)) or a value >= " + significant_digits(kLlmMinMagnitude, 10),
+                     significant_digits(spec.score_scale, 17));
+  }
   const int d = spec.shape.head_dim;
   if (d % 2 != 0 || d < 8 || d > kMaxHeadDim) {
     throw InputError("llm-like generator", "head_dim", "an even number in [8, 1024]", std::to_string(d));

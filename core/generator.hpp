@@ -15,6 +15,14 @@
 
 namespace subevict {
 
+/// Largest logit strength, value_std and norm_spread of the LLM-like generator (see LlmLikeParams).
+inline constexpr double kLlmMaxMagnitude = 1e6;
+/// Smallest temperature, norm_spread and nonzero score_scale of the LLM-like generator.
+inline constexpr double kLlmMinMagnitude = 1e-6;
+/// Most heavy-hitter token types of the LLM-like generator: 2^18 covers every tokenizer's
+/// vocabulary, and the per-type tables (token_types x head_dim doubles per head) stay below a GiB.
+inline constexpr int kLlmMaxTokenTypes = 1 << 18;
+
 /// Strengths of the LLM-like structures, each in logits (units of the pre-softmax score
 /// s_ij = <q_i, k_j> / sqrt(d)), so a value of 0 switches that structure off.
 ///
@@ -35,6 +43,13 @@ namespace subevict {
 /// head h of layer l is one iff uniform(seed, stream (kSinkHead, l, h), 0) < sink_head_fraction
 /// (so 1 makes every head one, the model before the fraction existed, and 0 none).
 /// A WorkloadSpec may give each layer its own LlmLikeParams (WorkloadSpec::layer_params).
+///
+/// Magnitude bounds (validate, validate_spec): the logit strengths, value_std and norm_spread are
+/// at most kLlmMaxMagnitude; temperature, norm_spread and a nonzero score_scale at least
+/// kLlmMinMagnitude. With every parameter at its bound at once and head_dim in [8, 1024], the
+/// largest generated entry is about gamma / temperature <= 10^24 (gamma = norm_logit_range /
+/// (score_scale norm_spread)), so Q, K and V stay finite in float (max ~3.4e38); without the
+/// bounds finite parameters overflow to Inf (and 0 * Inf to NaN).
 struct LlmLikeParams {
   double content_logit_std = 1.5;
   int sinks = 4;                 ///< number of sink tokens (the first positions)
@@ -50,7 +65,11 @@ struct LlmLikeParams {
   double temperature = 1.0;      ///< queries are divided by this
   double value_std = 1.0;
 
-  /// Throws InputError naming the field unless every value is finite and in range.
+  /// Throws InputError naming the field and its range unless every value is finite and in range:
+  /// content_logit_std, sink_logit, heavy_logit, norm_logit_range, recency_logit and value_std in
+  /// [0, kLlmMaxMagnitude]; sinks >= 0; sink_head_fraction in [0, 1]; token_types in [1, kLlmMaxTokenTypes];
+  /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
+  /// temperature >= kLlmMinMagnitude.
   void validate() const;
 
   friend bool operator==(const LlmLikeParams&, const LlmLikeParams&) = default;
@@ -130,7 +149,8 @@ WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, s
 /// Throws InputError naming the field (and the layer) unless `spec` can be generated: a valid shape
 /// (std::invalid_argument from Shape::validate), and for the LLM-like generator valid parameters
 /// in every layer, layer_params empty or one per layer, agreeing where they must, and an even
-/// head_dim in [8, 1024]; score_scale finite and >= 0.
+/// head_dim in [8, 1024]; score_scale finite and >= 0, and for the LLM-like generator 0 or
+/// >= kLlmMinMagnitude.
 void validate_spec(const WorkloadSpec& spec);
 
 /// A zero-filled Workload of spec.shape carrying what generate_workload records besides the

@@ -48,7 +48,10 @@ class TableReader {
     if constexpr (std::is_integral_v<T>) {
       const std::optional<std::int64_t> v = node->is_integer() ? node->value<std::int64_t>() : std::nullopt;
       if (!v || *v < std::numeric_limits<T>::min() || *v > std::numeric_limits<T>::max()) {
-        throw InputError(source_, where_ + key, "an integer", describe(*node));
+        throw InputError(source_, where_ + key,
+                         "an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                             std::to_string(std::numeric_limits<T>::max()) + "]",
+                         describe(*node));
       }
       out = T(*v);
     } else {
@@ -78,6 +81,16 @@ class TableReader {
   const toml::table& table_;
   std::string source_, where_;
 };
+
+/// Throws InputError(source, `where` + the field, its range) unless `params` pass
+/// LlmLikeParams::validate.
+void validate_params(const LlmLikeParams& params, const std::string& source, const std::string& where) {
+  try {
+    params.validate();
+  } catch (const InputError& e) {
+    throw InputError(source, where, std::string("valid parameters (") + e.what() + ")");
+  }
+}
 
 /// Sets every LlmLikeParams field that `table` names; rejects unknown keys.
 void read_params(const TableReader& table, LlmLikeParams& params) {
@@ -172,12 +185,16 @@ GeneratorProfile read_profile(const std::string& path) {
   } catch (const std::invalid_argument& e) {
     throw InputError(path, "[shape]", std::string("a valid geometry (") + e.what() + ")");
   }
-  if (shape.read("score_scale", profile.score_scale) && !(profile.score_scale > 0)) {
-    throw InputError(path, "[shape] score_scale", "a number > 0", significant_digits(profile.score_scale, 17));
+  if (shape.read("score_scale", profile.score_scale) && !(profile.score_scale >= kLlmMinMagnitude)) {
+    throw InputError(path, "[shape] score_scale", "a number >= " + significant_digits(kLlmMinMagnitude, 10),
+                     significant_digits(profile.score_scale, 17));
   }
 
   LlmLikeParams defaults;
-  if (root.get("defaults")) read_params(TableReader(subtable(root, "defaults", path), path, "[defaults] "), defaults);
+  if (root.get("defaults")) {
+    read_params(TableReader(subtable(root, "defaults", path), path, "[defaults] "), defaults);
+    validate_params(defaults, path, "[defaults]");
+  }
 
   const toml::node* layers = root.get("layers");
   const toml::array* list = layers ? layers->as_array() : nullptr;
@@ -188,7 +205,9 @@ GeneratorProfile read_profile(const std::string& path) {
   }
   for (std::size_t l = 0; l < list->size(); ++l) {
     profile.layers.push_back(defaults);
-    read_params(TableReader(*(*list)[l].as_table(), path, "[[layers]] #" + std::to_string(l) + " "), profile.layers.back());
+    const std::string where = "[[layers]] #" + std::to_string(l);
+    read_params(TableReader(*(*list)[l].as_table(), path, where + " "), profile.layers.back());
+    validate_params(profile.layers.back(), path, where);
   }
   validate_profile(profile, path);
   return profile;

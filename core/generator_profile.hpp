@@ -6,7 +6,8 @@
 ///   format = "subevict.profile.v1"
 ///   name = "llama2-7b"        # optional, informational
 ///   [shape]                   # required: layers (the model's depth), q_heads, kv_heads,
-///   layers = 32               #   head_dim; optional score_scale (> 0; absent: 1/sqrt(head_dim))
+///   layers = 32               #   head_dim; optional score_scale (>= kLlmMinMagnitude; absent:
+///                             #   1/sqrt(head_dim))
 ///   q_heads = 32
 ///   kv_heads = 32
 ///   head_dim = 128
@@ -38,7 +39,8 @@ struct GeneratorProfile {
 
 /// The profile in the TOML file at `path`. Strict: throws InputError naming the file, the key (and
 /// the layer, as "[[layers]] #L KEY") and the expectation for a TOML syntax error, a missing or
-/// unknown key, a value of the wrong type, a non-finite or out-of-range value, a layer count other
+/// unknown key, a value of the wrong type, a non-finite or out-of-range value (integers outside
+/// int, parameters outside LlmLikeParams::validate's ranges in [defaults] or a layer), a layer count other
 /// than shape.layers, an invalid geometry, or layers that disagree on token_types, zipf_alpha or
 /// rope_base. Also InputError when the file cannot be read.
 GeneratorProfile read_profile(const std::string& path);

@@ -1,5 +1,6 @@
 #include "core/shape.hpp"
 
+#include <initializer_list>
 #include <stdexcept>
 
 namespace subevict {
@@ -11,6 +12,17 @@ void require_positive(int value, const char* field) {
     throw std::invalid_argument(std::string("shape: ") + field + " must be positive, got " +
                                 std::to_string(value));
   }
+}
+
+/// Whether the product of the positive `factors` exceeds `limit`, without overflowing: four
+/// factors below 2^31 can multiply past 2^64, which q_elements() would wrap to a small number.
+bool product_exceeds(std::initializer_list<std::size_t> factors, std::size_t limit) {
+  std::size_t product = 1;
+  for (std::size_t factor : factors) {
+    if (product > limit / factor) return true;
+    product *= factor;
+  }
+  return false;
 }
 }  // namespace
 
@@ -38,7 +50,9 @@ void Shape::validate() const {
     throw std::invalid_argument("shape: kv_heads (" + std::to_string(kv_heads) +
                                 ") must divide q_heads (" + std::to_string(q_heads) + ")");
   }
-  if (q_elements() > kMaxElements) {
+  if (product_exceeds({std::size_t(layers), std::size_t(q_heads), std::size_t(tokens),
+                       std::size_t(head_dim)},
+                      kMaxElements)) {
     throw std::invalid_argument("shape: " + to_string(*this) + " has more than 2^40 elements");
   }
 }

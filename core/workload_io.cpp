@@ -60,11 +60,14 @@ std::string layer_tensor_name(int layer, int part) {
   return "layers." + std::to_string(layer) + "." + kParts[part];
 }
 
-int checked_dim(std::size_t dim, const std::string& source, const std::string& field,
+/// dims[index] as an int; throws InputError naming the dimension unless it is in [1, INT_MAX].
+int checked_dim(std::size_t index, const std::string& source, const std::string& field,
                 std::span<const std::size_t> dims) {
+  const std::size_t dim = dims[index];
   if (dim == 0 || dim > std::size_t(INT_MAX)) {
     throw InputError(source, field, "dimensions between 1 and " + std::to_string(INT_MAX),
-                     shape_string(dims));
+                     shape_string(dims) + " (dimension " + std::to_string(index) + " is " +
+                         std::to_string(dim) + ")");
   }
   return static_cast<int>(dim);
 }
@@ -77,8 +80,8 @@ Shape infer_shape(int layers, const LayerShapes& s) {
       throw InputError(s.sources[part], s.fields[part], "[heads, tokens, head_dim] (3 dimensions)",
                        shape_string(s.dims[part]));
     }
-    for (std::size_t dim : s.dims[part])
-      checked_dim(dim, s.sources[part], s.fields[part], s.dims[part]);
+    for (std::size_t i = 0; i < s.dims[part].size(); ++i)
+      checked_dim(i, s.sources[part], s.fields[part], s.dims[part]);
   }
   const auto q = s.dims[kQ], k = s.dims[kK], v = s.dims[kV];
   if (k[1] != q[1] || k[2] != q[2]) {
@@ -230,7 +233,7 @@ Workload read_workload_directory(const std::string& directory, const ReadOptions
     shapes.dims[part] = std::span(dims).subspan(1);
   }
   const int layers =
-      checked_dim(tensors[kQ].shape[0], shapes.sources[kQ], "shape", tensors[kQ].shape);
+      checked_dim(0, shapes.sources[kQ], "shape", tensors[kQ].shape);
   Workload workload(infer_shape(layers, shapes));
   workload.q_data() = std::move(tensors[kQ].data);
   workload.k_data() = std::move(tensors[kK].data);
@@ -325,6 +328,35 @@ void write_workload(const std::string& path, const Workload& workload) {
   } else {
     write_workload_directory(path, workload);
   }
+}
+
+void require_finite(const Workload& workload, const std::vector<int>& layers, const std::vector<int>& kv_heads,
+                    const std::string& source, const std::string& why) {
+  const Shape& s = workload.shape();
+  auto check = [&](int layer, const char* tensor, const char* head_kind, int head, const ConstHeadMap& m) {
+    for (int i = 0; i < int(m.rows()); ++i)
+      for (int d = 0; d < int(m.cols()); ++d) {
+        const float x = m(i, d);
+        if (std::isfinite(x)) continue;
+        throw InputError(source, "layer " + std::to_string(layer) + " " + tensor, "finite values " + why,
+                         std::string(std::isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf") + " at " + head_kind +
+                             " " + std::to_string(head) + ", token " + std::to_string(i) + ", dim " +
+                             std::to_string(d));
+      }
+  };
+  for (int layer : layers) {
+    for (int kv : kv_heads)
+      for (int h = kv * s.group_size(); h < (kv + 1) * s.group_size(); ++h) check(layer, "q", "query head", h, workload.q(layer, h));
+    for (int kv : kv_heads) check(layer, "k", "KV head", kv, workload.k(layer, kv));
+    for (int kv : kv_heads) check(layer, "v", "KV head", kv, workload.v(layer, kv));
+  }
+}
+
+void require_finite(const Workload& workload, const std::string& source, const std::string& why) {
+  std::vector<int> layers(std::size_t(workload.shape().layers)), kv_heads(std::size_t(workload.shape().kv_heads));
+  for (std::size_t l = 0; l < layers.size(); ++l) layers[l] = int(l);
+  for (std::size_t h = 0; h < kv_heads.size(); ++h) kv_heads[h] = int(h);
+  require_finite(workload, layers, kv_heads, source, why);
 }
 
 }  // namespace subevict

@@ -26,6 +26,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/read_options.hpp"
 #include "core/workload.hpp"
@@ -55,5 +56,15 @@ Workload read_workload(const std::string& path, const ReadOptions& options = {})
 /// "score_scale", when the tensors' sizes disagree with the shape (e.g. a default-constructed
 /// Workload), or when a file cannot be written.
 void write_workload(const std::string& path, const Workload& workload);
+
+/// Throws InputError(source, "layer L TENSOR", "finite values " + why, "NaN at query head h, token
+/// i, dim d") for the first NaN or Inf in Q, K or V of the given layers and KV heads (Q over the
+/// query heads of each KV head's group), in the order layer, tensor q/k/v, head, token, dim. For
+/// commands that read with allow_nonfinite but compute on part of the workload. O(entries checked).
+void require_finite(const Workload& workload, const std::vector<int>& layers, const std::vector<int>& kv_heads,
+                    const std::string& source, const std::string& why);
+
+/// require_finite over every layer and KV head of `workload`.
+void require_finite(const Workload& workload, const std::string& source, const std::string& why);
 
 }  // namespace subevict

@@ -70,10 +70,29 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
 
 std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOptions& opt) {
   const Shape& s = w.shape();
-  std::vector<HeadStatistics> out(std::size_t(s.layers) * s.q_heads);
+  const auto chosen = [&s](const std::vector<int>& given, int bound, const char* what) {
+    std::vector<int> out = given;
+    if (out.empty()) {
+      for (int i = 0; i < bound; ++i) out.push_back(i);
+    }
+    for (int i : out) {
+      if (i < 0 || i >= bound) {
+        throw std::out_of_range(std::string("inspect_workload: ") + what + " " + std::to_string(i) + " outside " +
+                                to_string(s));
+      }
+    }
+    return out;
+  };
+  const std::vector<int> layers = chosen(opt.layers, s.layers, "layer");
+  const std::vector<int> q_heads = chosen(opt.q_heads, s.q_heads, "query head");
+  const std::size_t per_layer = q_heads.size();
+  std::vector<HeadStatistics> out(layers.size() * per_layer);
   const std::string error = parallel_units(
       (long long)out.size(), opt.threads,
-      [&](long long h) { out[std::size_t(h)] = inspect_head(w, int(h / s.q_heads), int(h % s.q_heads), opt); },
+      [&](long long h) {
+        out[std::size_t(h)] =
+            inspect_head(w, layers[std::size_t(h) / per_layer], q_heads[std::size_t(h) % per_layer], opt);
+      },
       opt.progress);
   if (!error.empty()) throw std::invalid_argument(error);
   return out;

@@ -22,6 +22,9 @@ struct InspectOptions {
   double sink_head_threshold = 0.3;  ///< a head is a sink head when late_first_token_mass exceeds it
   int block_rows = 256;      ///< rows per GEMM block (memory 8 * block_rows * tokens bytes)
   int threads = 0;           ///< heads measured in parallel (0: OpenMP default)
+  /// The layers and query heads measured (inspect_workload measures every pair of the two), each
+  /// ascending and in range; empty: every layer, every query head.
+  std::vector<int> layers, q_heads;
   /// Called after each measured head with (heads done, heads in all), from one thread at a time.
   std::function<void(int, int)> progress;
 };
@@ -88,7 +91,9 @@ struct LayerStatistics {
 /// Cost O(tokens^2 * head_dim).
 HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const InspectOptions& opt = {});
 
-/// Statistics of every (layer, query head), in layer-major order.
+/// Statistics of every (layer, query head) pair of opt.layers x opt.q_heads (every layer and
+/// query head for an empty list), in layer-major order. Throws std::out_of_range for an index
+/// outside the workload. opt.progress counts the pairs measured.
 std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOptions& opt = {});
 
 /// Mean of each statistic over heads (layer = q_head = kv_head = -1).

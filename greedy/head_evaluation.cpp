@@ -44,6 +44,19 @@ std::unique_ptr<EvictionPolicy> make_named_policy(const std::string& name, int h
 HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
                              const std::vector<std::string>& policies,
                              const HeadEvaluationOptions& options) {
+  std::vector<PolicySpec> specs;
+  for (const std::string& name : policies) {
+    PolicySpec spec;
+    spec.name = name;
+    spec.horizon = options.horizon;
+    specs.push_back(std::move(spec));
+  }
+  return evaluate_head(workload, layer, kv_head, specs, options);
+}
+
+HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
+                             const std::vector<PolicySpec>& policies,
+                             const HeadEvaluationOptions& options) {
   const HeadGroup group = head_group(workload, layer, kv_head);
   HeadEvaluation e;
   e.layer = layer;
@@ -54,9 +67,10 @@ HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
   SimulationOptions sim;
   sim.budget = options.budget;
   sim.seed = options.seed;
-  for (const std::string& name : policies) {
-    auto policy = make_named_policy(name, options.horizon);
+  for (const PolicySpec& spec : policies) {
+    auto policy = make_policy(spec);
     e.traces.push_back(simulate(group, *policy, sim));
+    e.traces.back().policy = spec.label();
   }
   if (options.optimum != OptimumMode::kNone) {
     const Eigen::MatrixXd gains = gain_matrix(group);

@@ -16,6 +16,7 @@
 #include "core/workload.hpp"
 #include "greedy/cache_schedule.hpp"
 #include "greedy/eviction_policy.hpp"
+#include "greedy/policy_spec.hpp"
 #include "greedy/simulator.hpp"
 #include "greedy/step_oracle.hpp"
 
@@ -67,6 +68,12 @@ struct HeadEvaluation {
 /// network simplex for the optimum (bench/results/greedy_offline_optimum.md).
 [[nodiscard]] HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
                                            const std::vector<std::string>& policies,
+                                           const HeadEvaluationOptions& options);
+
+/// evaluate_head with parameterized policies (policy_spec.hpp); `options.horizon` is unused (each
+/// spec carries its own) and each trace's `policy` is its spec's label().
+[[nodiscard]] HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
+                                           const std::vector<PolicySpec>& policies,
                                            const HeadEvaluationOptions& options);
 
 /// Mean over the steps of a trace's output relative error (0 for an empty trace).

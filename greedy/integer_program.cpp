@@ -49,6 +49,7 @@ Selection solve(Program& program, const SetFunction& f, const IntegerProgramOpti
   model.messageHandler()->setLogLevel(options.log ? 1 : 0);
   model.solver()->messageHandler()->setLogLevel(options.log ? 1 : 0);
   if (options.time_limit_seconds > 0.0) model.setMaximumSeconds(options.time_limit_seconds);
+  if (options.max_nodes >= 0) model.setMaximumNodes(options.max_nodes);
   model.branchAndBound();
 
   Selection result;

@@ -18,6 +18,9 @@ struct IntegerProgramOptions {
   double time_limit_seconds = 0.0;
   /// Print CBC's log to stdout (silenced by default).
   bool log = false;
+  /// CBC's limit on branch-and-bound nodes; negative = none, 0 = stop after the root. Hit like the
+  /// time limit (same result conventions), but independent of the machine's speed.
+  int max_nodes = -1;
 };
 
 /// max_{|S| ≤ k} Σ_i max_{j∈S} sim_ij as the standard facility-location (p-median) program:

@@ -64,6 +64,7 @@ ScheduleSummary offline_optimum_ip(const Eigen::MatrixXd& gains, int budget,
   model.messageHandler()->setLogLevel(log_level);
   model.solver()->messageHandler()->setLogLevel(log_level);
   if (options.time_limit_seconds > 0.0) model.setMaximumSeconds(options.time_limit_seconds);
+  if (options.max_nodes >= 0) model.setMaximumNodes(options.max_nodes);
   model.branchAndBound();
 
   out.model_size = static_cast<std::uint64_t>(columns);

@@ -21,6 +21,9 @@ struct OfflineOptimumIpOptions {
   /// CBC's time limit in seconds; 0 = none. When hit: status kFeasible with the incumbent (or
   /// kFailed without one) and upper_bound = CBC's best possible objective.
   double time_limit_seconds = 0.0;
+  /// CBC's limit on branch-and-bound nodes; negative = none, 0 = stop after the root. Hit like the
+  /// time limit (same status and bound conventions), but independent of the machine's speed.
+  int max_nodes = -1;
   /// Print CBC's log (silenced by default).
   bool log = false;
 };

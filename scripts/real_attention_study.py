@@ -90,7 +90,7 @@ def inspect(out, name, path):
 def simulate(out, name, path, threads, seed, budgets):
     directory = os.path.join(out, f"simulate_{name}")
     cached(os.path.join(directory, "summary.csv"), lambda: run(
-        SUBEVICT, "simulate", "--workload", path, "--layers", "0", "--budget", budgets[0],
+        SUBEVICT, "simulate", "--workload", path, "--layers", "all", "--budget", budgets[0],
         *(("--budgets", ",".join(budgets[1:])) if len(budgets) > 1 else ()),
         "--policies", ",".join(POLICIES), "--optimum", "flow",
         "--threads", str(threads), "--seed", str(seed), "--no-plots", "-o", directory,

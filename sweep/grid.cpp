@@ -5,17 +5,20 @@
 #include <limits>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
 #include <toml++/toml.h>
 
+#include "core/index_set.hpp"
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
 #include "core/presets.hpp"
 #include "greedy/head_group.hpp"
 #include "greedy/policy_registry.hpp"
+#include "greedy/policy_spec.hpp"
 
 namespace subevict::sweep {
 namespace {
@@ -42,11 +45,26 @@ class TableReader {
 
   [[nodiscard]] std::string where(const std::string& key) const { return "[" + name_ + "] " + key; }
 
+  /// The values of `key`: its elements if it is an array (non-empty), else the value itself;
+  /// empty when the key is absent.
+  std::vector<const toml::node*> nodes(const std::string& key) const {
+    const toml::node* node = table_ ? table_->get(key) : nullptr;
+    if (!node) return {};
+    std::vector<const toml::node*> out;
+    if (const toml::array* a = node->as_array()) {
+      for (const toml::node& v : *a) out.push_back(&v);
+      if (out.empty()) throw InputError(source_, where(key), "a non-empty list (an empty grid has no jobs)", "[]");
+    } else {
+      out.push_back(node);
+    }
+    return out;
+  }
+
   /// The values of `key` (a scalar or an array of T); `fallback` when the key is absent.
   template <class T>
   std::vector<T> list(const std::string& key, std::vector<T> fallback, const char* type) const {
-    const toml::node* node = table_ ? table_->get(key) : nullptr;
-    if (!node) return fallback;
+    const std::vector<const toml::node*> values = nodes(key);
+    if (values.empty()) return fallback;
     std::vector<T> out;
     auto take = [&](const toml::node& v) {
       if constexpr (std::is_same_v<T, double>) {
@@ -67,12 +85,7 @@ class TableReader {
       }
       throw InputError(source_, where(key), std::string(type) + " or a list of them");
     };
-    if (const toml::array* a = node->as_array()) {
-      for (const toml::node& v : *a) take(v);
-      if (out.empty()) throw InputError(source_, where(key), "a non-empty list (an empty grid has no jobs)", "[]");
-    } else {
-      take(*node);
-    }
+    for (const toml::node* v : values) take(*v);
     return out;
   }
 
@@ -90,6 +103,19 @@ const toml::table* subtable(const toml::table& root, const std::string& name, co
 }
 
 std::string fmt(double x) { return significant_digits(x, 10); }
+
+/// One value of [workload] layers: an integer is a count (the first `count` layers, 0: all of the
+/// model's), a string a layer set (core/index_set.hpp) read against each preset's layers.
+struct LayersValue {
+  std::int64_t count = 0;
+  std::optional<std::string> set;
+};
+
+/// A generated workload and the layers of it a job runs (empty: all; Job::layers).
+struct GridWorkload {
+  WorkloadSpec spec;
+  std::vector<int> layers;
+};
 
 }  // namespace
 
@@ -114,7 +140,18 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
   if (!wt->get("presets")) throw InputError(source, workload.where("presets"), "a list of preset names");
   const auto presets = workload.list<std::string>("presets", {}, "a preset name");
   const auto tokens = workload.list<std::int64_t>("tokens", {0}, "an integer");
-  const auto layers = workload.list<std::int64_t>("layers", {1}, "an integer");
+  std::vector<LayersValue> layers;
+  for (const toml::node* v : workload.nodes("layers")) {
+    if (v->is_integer()) {
+      layers.push_back({*v->value<std::int64_t>(), std::nullopt});
+    } else if (v->is_string()) {
+      layers.push_back({0, *v->value<std::string>()});
+    } else {
+      throw InputError(source, workload.where("layers"),
+                       "an integer (a count) or a string (a layer set such as \"0,14,20-29\") or a list of them");
+    }
+  }
+  if (layers.empty()) layers.push_back({1, std::nullopt});
   const auto seeds = workload.list<std::int64_t>("seeds", {0}, "an integer");
   for (const auto& p : presets) {
     try {
@@ -130,8 +167,8 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
   }
   for (auto t : tokens)
     if (t < 0 || t > 1 << 20) throw InputError(source, workload.where("tokens"), "integers in [0, 2^20] (0: the preset's default)", std::to_string(t));
-  for (auto l : layers)
-    if (l < 0) throw InputError(source, workload.where("layers"), "integers >= 0 (0: all of the model's)", std::to_string(l));
+  for (const auto& l : layers)
+    if (!l.set && l.count < 0) throw InputError(source, workload.where("layers"), "integers >= 0 (0: all of the model's)", std::to_string(l.count));
   for (auto s : seeds)
     if (s < 0) throw InputError(source, workload.where("seeds"), "integers >= 0", std::to_string(s));
 
@@ -154,15 +191,9 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
   if (horizons.size() != 1 || horizons[0] < 1 || horizons[0] > 1 << 20) {
     throw InputError(source, policy.where("horizon"), "one integer >= 1");
   }
-  for (const auto& n : names) {
-    try {
-      (void)greedy::make_named_policy(n, int(horizons[0]));
-    } catch (const InputError&) {
-      std::string known;
-      for (const auto& name : greedy::policy_names()) known += name + ", ";
-      throw InputError(source, policy.where("names"), "policy names (" + known + "lookahead)", n);
-    }
-  }
+  // Each name is one policy NAME[:KEY=VALUE,...] (greedy/policy_spec.hpp); jobs carry its label.
+  std::vector<greedy::PolicySpec> specs;
+  for (const auto& n : names) specs.push_back(greedy::parse_policy_spec(n, source, policy.where("names"), int(horizons[0])));
 
   const TableReader budget(bt, "budget", source, {"ratios", "sizes"});
   const auto ratios = budget.list<double>("ratios", {}, "a number");
@@ -184,7 +215,7 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
   }
 
   // Workloads: presets x tokens x layers x seeds x params; validated before any job exists.
-  std::vector<WorkloadSpec> workloads;
+  std::vector<GridWorkload> workloads;
   std::vector<std::size_t> index(param_lists.size(), 0);
   for (const auto& p : presets) {
     const Preset& preset = find_preset(p);
@@ -192,12 +223,23 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
       const int n = t == 0 ? preset.default_tokens : int(t);
       for (auto s : sizes)
         if (s > n) throw InputError(source, budget.where("sizes"), "sizes <= tokens (" + std::to_string(n) + " for preset " + p + ")", std::to_string(s));
-      for (auto l : layers) {
-        if (l > preset.layers) throw InputError(source, workload.where("layers"), "at most " + std::to_string(preset.layers) + " for preset " + p, std::to_string(l));
+      for (const auto& l : layers) {
+        // A count runs its first layers; a set generates layers 0 up to its last and runs its own,
+        // stored as a count when it is every layer from 0 (so "0-1" and 2 are one job).
+        std::int64_t count = l.count;
+        std::vector<int> chosen;
+        if (l.set) {
+          chosen = parse_index_set(*l.set, preset.layers,
+                                   {source, workload.where("layers") + " = \"" + *l.set + "\" for preset " + p, "layers"});
+          count = chosen.back() + 1;
+          if (chosen.size() == std::size_t(count)) chosen.clear();
+        } else if (count > preset.layers) {
+          throw InputError(source, workload.where("layers"), "at most " + std::to_string(preset.layers) + " for preset " + p, std::to_string(count));
+        }
         for (auto seed : seeds) {
           std::fill(index.begin(), index.end(), 0);
           while (true) {
-            WorkloadSpec spec = spec_from_preset(p, n, int(l), std::uint64_t(seed));
+            WorkloadSpec spec = spec_from_preset(p, n, int(count), std::uint64_t(seed));
             for (std::size_t f = 0; f < param_lists.size(); ++f) {
               const double v = param_lists[f].second[index[f]];
               for_each_llm_field(spec.llm, [&](const char* name, auto& field, const char*) {
@@ -217,7 +259,7 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
             } catch (const InputError& e) {
               throw InputError(source, "[workload.params]", "valid generator parameters (" + std::string(e.what()) + ")");
             }
-            workloads.push_back(spec);
+            workloads.push_back({spec, chosen});
             std::size_t f = 0;
             while (f < index.size() && ++index[f] == param_lists[f].second.size()) index[f++] = 0;
             if (f == index.size()) break;
@@ -236,12 +278,13 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
     }
   };
   for (const auto& w : workloads)
-    for (const auto& name : names)
+    for (const auto& spec : specs)
       for (auto mode : modes) {
         Job job;
-        job.workload = w;
-        job.policy = name;
-        job.horizon = int(horizons[0]);
+        job.workload = w.spec;
+        job.layers = w.layers;
+        job.policy = spec.label();
+        job.horizon = spec.horizon;
         job.optimum = mode;
         job.budget_kind = BudgetKind::kRatio;
         for (double r : ratios) {
@@ -260,21 +303,8 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
   for (const auto& [id, job] : jobs) {
     const int n = job.workload.shape.tokens, k = job.budget_size();
     if (!checked.emplace(job.policy, n, k).second) continue;
-    WorkloadSpec stand_in;
-    stand_in.shape = Shape{1, 1, 1, n, 8};
-    stand_in.kind = GeneratorKind::kGaussian;
-    const Workload w = generate_workload(stand_in, 1);
-    const greedy::HeadGroup group = greedy::head_group(w, 0, 0);
-    greedy::PolicyContext context;
-    context.input = &group;
-    context.tokens = n;
-    context.budget = k;
-    try {
-      greedy::make_named_policy(job.policy, job.horizon)->reset(context);
-    } catch (const InputError& e) {
-      throw InputError(source, policy.where("names") + " with [budget] k = " + std::to_string(k) + " of n = " +
-                       std::to_string(n), "a budget the policy accepts (" + std::string(e.what()) + ")", job.policy);
-    }
+    greedy::check_policy_budget(greedy::parse_policy_spec(job.policy, source, policy.where("names"), job.horizon), n, k,
+                                source, policy.where("names"));
   }
   std::vector<Job> out;
   out.reserve(jobs.size());

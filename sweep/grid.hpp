@@ -4,7 +4,9 @@
 /// settings; their cartesian product is the list of jobs (docs/sweeps.md states the format).
 ///
 ///   [workload]            presets (strings, required), tokens (0: the preset's default),
-///                         layers (0: all of the model's), seeds; each a value or a list
+///                         layers (an integer: a count, the first L layers, 0: all of the model's;
+///                         a string: a layer set such as "0,14,20-29", core/index_set.hpp), seeds;
+///                         each a value or a list
 ///   [workload.params]     any LLM-like generator parameter (core/generator.hpp), a value or list
 ///   [policy]              names (required), horizon (lookahead's window, one integer)
 ///   [budget]              ratios in (0, 1] of the sequence length, sizes in [1, tokens];
@@ -23,8 +25,9 @@ namespace subevict::sweep {
 
 /// The jobs of the grid in `text` (read from `source`, the name used in errors), deduplicated and
 /// sorted by id. Throws InputError for TOML syntax errors (with the line), unknown tables or keys,
-/// values of the wrong type, empty lists, unknown presets, policies or optimum modes, invalid
-/// generator parameters, and budgets outside their range for any of the grid's token counts.
+/// values of the wrong type, empty lists, unknown presets, policies or optimum modes, layer counts
+/// above a preset's layers, layer sets that parse_index_set rejects against any preset's layers,
+/// invalid generator parameters, and budgets outside their range for any of the grid's token counts.
 /// Throws std::logic_error if two different parameter strings hash to one id.
 [[nodiscard]] std::vector<Job> parse_grid(const std::string& text, const std::string& source);
 

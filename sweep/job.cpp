@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/index_set.hpp"
 #include "core/number_text.hpp"
 #include "greedy/simulator.hpp"
 
@@ -19,11 +20,20 @@ int Job::budget_size() const {
   return b.resolve(workload.shape.tokens, 0);
 }
 
+std::vector<int> Job::run_layers() const {
+  if (!layers.empty()) return layers;
+  std::vector<int> every(std::size_t(workload.shape.layers));
+  for (int l = 0; l < workload.shape.layers; ++l) every[std::size_t(l)] = l;
+  return every;
+}
+
 std::string Job::canonical() const {
   std::ostringstream s;
   const Shape& sh = workload.shape;
   s << "subevict.sweep.v1;preset=" << workload.preset << ";generator=" << subevict::to_string(workload.kind)
-    << ";tokens=" << sh.tokens << ";layers=" << sh.layers << ";q_heads=" << sh.q_heads
+    << ";tokens=" << sh.tokens << ";layers=" << sh.layers;
+  if (!layers.empty()) s << ";layer_set=" << format_index_set(layers);
+  s << ";q_heads=" << sh.q_heads
     << ";kv_heads=" << sh.kv_heads << ";head_dim=" << sh.head_dim << ";seed=" << workload.seed;
   for_each_llm_field(workload.llm, [&](const char* name, const auto& field, const char*) {
     s << ';' << name << '=' << exact_text(double(field));
@@ -56,14 +66,15 @@ JobResult run_job(const Job& job) {
   options.seed = job.workload.seed;
   options.horizon = job.horizon;
   options.optimum = job.optimum;
+  const greedy::PolicySpec spec = greedy::parse_policy_spec(job.policy, "sweep job " + job.id(), "policy", job.horizon);
   JobResult r;
   r.budget_size = options.budget;
   const double n = shape.tokens;
   double policy_total = 0.0, opt_total = 0.0, opt_mean = 0.0, oracle_mean = 0.0;
   int with_opt = 0, with_oracle = 0;
-  for (int layer = 0; layer < shape.layers; ++layer) {
+  for (int layer : job.run_layers()) {
     for (int kv = 0; kv < shape.kv_heads; ++kv) {
-      const greedy::HeadEvaluation e = greedy::evaluate_head(w, layer, kv, {job.policy}, options);
+      const greedy::HeadEvaluation e = greedy::evaluate_head(w, layer, kv, {spec}, options);
       const greedy::Trace& t = e.traces.front();
       const double g = e.heads, total = t.total_retained_mass();
       ++r.groups;

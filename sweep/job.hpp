@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// A sweep job: one cell of an experiment grid (workload × policy × budget × optimum setting),
-/// its stable id, and its evaluation on every (layer, KV head) of the generated workload.
+/// its stable id, and its evaluation on every (layer, KV head) of the generated workload (or of
+/// the job's layer set).
 ///
 /// Metrics (units as in `subevict simulate`: retained attention mass per step, mean over the g
 /// query heads of a KV head, so a step contributes at most 1): for each (layer, KV head) group
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/generator.hpp"
 #include "greedy/head_evaluation.hpp"
@@ -27,7 +29,11 @@ enum class BudgetKind { kRatio, kSize };
 /// Everything that determines one job's result.
 struct Job {
   WorkloadSpec workload;     ///< resolved: tokens and layers are the actual ones, params final
-  std::string policy;        ///< a make_named_policy name
+  /// The layers to run, ascending, each once and < workload.shape.layers; empty: every layer of
+  /// the workload. A grid's layer set generates layers 0 up to its last and runs only these; a set
+  /// that is every layer from 0 (0-3, all) is stored empty, so it is the same job as the count.
+  std::vector<int> layers;
+  std::string policy;        ///< a policy spec's label (greedy/policy_spec.hpp): NAME or NAME:KEY=VALUE,...
   int horizon = 16;          ///< lookahead's window (only in the id when policy is lookahead)
   BudgetKind budget_kind = BudgetKind::kRatio;
   double budget_value = 0.1; ///< the ratio, or the size as a double
@@ -35,9 +41,12 @@ struct Job {
 
   /// k for this workload's n (Budget::resolve).
   [[nodiscard]] int budget_size() const;
+  /// The layers run_job evaluates: `layers`, or 0 .. workload.shape.layers - 1 when it is empty.
+  [[nodiscard]] std::vector<int> run_layers() const;
   /// The canonical parameter string: "subevict.sweep.v1" then key=value pairs in a fixed order,
   /// every double with 17 significant digits, every LLM-like parameter included (defaults too),
-  /// so equal strings mean equal computations.
+  /// so equal strings mean equal computations. A non-empty `layers` adds ";layer_set=SET"
+  /// (format_index_set) after ";layers=N"; jobs without a set keep the string they always had.
   [[nodiscard]] std::string canonical() const;
   /// The stable id: 64-bit FNV-1a of canonical(), as 16 lower-case hex digits.
   [[nodiscard]] std::string id() const;
@@ -64,7 +73,7 @@ struct JobResult {
   std::optional<double> ratio_to_optimum;            ///< Σ policy mass / Σ OPT over the groups
 };
 
-/// Generates the job's workload and evaluates the policy on every (layer, KV head). Deterministic
+/// Generates the job's workload and evaluates the policy on every KV head of its run_layers(). Deterministic
 /// for a fixed OpenMP/Eigen thread count (Eigen's parallel products split sums by thread count;
 /// `subevict sweep` runs every job with one thread, so every process computes the same bits).
 /// Throws as generate_workload and greedy::evaluate_head do.

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 #include "core/input_error.hpp"
@@ -60,6 +62,22 @@ std::optional<double> column_optional(sqlite3_stmt* s, int column) {
 std::string column_text(sqlite3_stmt* s, int column) {
   const unsigned char* t = sqlite3_column_text(s, column);
   return t ? reinterpret_cast<const char*>(t) : "";
+}
+
+/// The integer in `column` of the current row of `s` (read as 64 bits: sqlite3_column_int would
+/// silently truncate a stored value beyond int). Throws InputError naming the store `path`, the
+/// row `id`, the column and the value unless it is an INTEGER in [lowest, highest]; `bound` says
+/// where a bound comes from (e.g. " (budget_size <= tokens)"), or is empty.
+int column_int(sqlite3_stmt* s, int column, std::int64_t lowest, std::int64_t highest, const std::string& path,
+               const std::string& id, const std::string& bound = "") {
+  const bool integer = sqlite3_column_type(s, column) == SQLITE_INTEGER;
+  const std::int64_t value = sqlite3_column_int64(s, column);
+  if (!integer || value < lowest || value > highest) {
+    throw InputError(path, "row '" + id + "' column " + ResultRow::columns()[std::size_t(column)],
+                     "an integer in [" + std::to_string(lowest) + ", " + std::to_string(highest) + "]" + bound,
+                     integer ? std::to_string(value) : "the non-integer '" + column_text(s, column) + "'");
+  }
+  return int(value);
 }
 
 /// "id, params, ...": the columns in table order.
@@ -186,20 +204,21 @@ std::vector<ResultRow> ResultStore::rows() const {
     row.id = column_text(st, 0);
     row.params = column_text(st, 1);
     row.preset = column_text(st, 2);
-    row.tokens = sqlite3_column_int(st, 3);
-    row.layers = sqlite3_column_int(st, 4);
+    constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+    row.tokens = column_int(st, 3, 1, kIntMax, path_, row.id);
+    row.layers = column_int(st, 4, 1, kIntMax, path_, row.id);
     row.seed = sqlite3_column_int64(st, 5);
     row.policy = column_text(st, 6);
     row.budget_kind = column_text(st, 7);
     row.budget_value = sqlite3_column_double(st, 8);
     row.optimum = column_text(st, 9);
     JobResult& r = row.result;
-    r.groups = sqlite3_column_int(st, 10);
-    r.budget_size = sqlite3_column_int(st, 11);
+    r.groups = column_int(st, 10, 1, kIntMax, path_, row.id);
+    r.budget_size = column_int(st, 11, 1, row.tokens, path_, row.id, " (budget_size <= tokens)");
     r.mean_retained_mass = sqlite3_column_double(st, 12);
     r.mean_total_variation = sqlite3_column_double(st, 13);
     r.mean_output_error = sqlite3_column_double(st, 14);
-    r.uncompressed_groups = sqlite3_column_int(st, 15);
+    r.uncompressed_groups = column_int(st, 15, 0, r.groups, path_, row.id, " (uncompressed_groups <= groups)");
     r.optimum_mean_retained_mass = column_optional(st, 16);
     r.oracle_mean_retained_mass = column_optional(st, 17);
     r.ratio_to_optimum = column_optional(st, 18);

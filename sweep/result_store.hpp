@@ -51,7 +51,9 @@ class ResultStore {
   /// Inserts one row in its own transaction (INSERT; a row with the same id already present is
   /// kept and the call returns false). Throws std::runtime_error on a database error.
   bool insert(const ResultRow& row);
-  /// Every row, sorted by id.
+  /// Every row, sorted by id. Throws InputError naming the file, the row and the column for an
+  /// integer column outside its range or not an integer: tokens, layers and groups in
+  /// [1, INT_MAX], budget_size in [1, tokens], uncompressed_groups in [0, groups].
   [[nodiscard]] std::vector<ResultRow> rows() const;
   /// Copies the rows of the store at `other` whose ids are not present yet, in one transaction;
   /// returns how many were added.

@@ -5,6 +5,7 @@ Usage: cli_test.py PATH_TO_SUBEVICT   (stdlib only; any python3)
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -231,12 +232,44 @@ class CliTest(unittest.TestCase):
                          "h2o.erratum_alg4_sign"):
             self.assertIn(expected, ids)
         self.assertEqual(len(ids), len(set(ids)))
+        allowed = {"claim": ("held", "violated", "hypotheses not met", "inconclusive"),
+                   "measurement": ("measured", "inconclusive"),
+                   "erratum": ("confirmed", "violated", "hypotheses not met", "inconclusive")}
+        rows = {line.split()[0]: line.split()[1:3] for line in r.stdout.splitlines()
+                if line.split() and line.split()[0] in ids}
         for c in doc["checks"]:
-            self.assertIn(c["outcome"], ("held", "violated", "hypotheses not met", "inconclusive"))
+            self.assertIn(c["outcome"], allowed[c["kind"]], c["id"])
             self.assertIsNone(c["error"], c["id"])
-            self.assertIn(c["id"], r.stdout)
+            # The table prints the kind, then the status (a measurement is never "held").
+            self.assertEqual(rows[c["id"]][0], c["kind"], c["id"])
+            self.assertEqual(rows[c["id"]][1], c["outcome"].split()[0], c["id"])
+        kinds = {c["id"]: c["kind"] for c in doc["checks"]}
+        for measured in ("h2o.universal_conditions", "h2o.def41_submodularity", "core.row_sums"):
+            self.assertEqual(kinds[measured], "measurement", measured)
+        self.assertEqual(kinds["h2o.erratum_d28_direction"], "erratum")
+        self.assertNotIn("h2o.erratum_d29_stray_term", kinds)
         identity = {c["id"]: c["outcome"] for c in doc["checks"] if c["id"].startswith("core.")}
-        self.assertEqual(set(identity.values()), {"held"}, identity)
+        self.assertEqual(identity, {"core.row_sums": "measured", "core.tv_identity": "measured",
+                                    "core.output_bound": "held"})
+        # The summary counts each kind apart, as recounted here from the checks themselves.
+        def count(kind, *outcomes):
+            return sum(1 for c in doc["checks"] if c["kind"] == kind and c["outcome"] in outcomes)
+        summary = doc["summary"]
+        self.assertEqual(summary["claims"], {"held": count("claim", "held"), "violated": count("claim", "violated"),
+                                             "hypotheses_not_met": count("claim", "hypotheses not met"),
+                                             "inconclusive": count("claim", "inconclusive")})
+        self.assertEqual(summary["measurements"], {"measured": count("measurement", "measured"),
+                                                   "inconclusive": count("measurement", "inconclusive")})
+        self.assertEqual(summary["errata"]["confirmed"], count("erratum", "confirmed"))
+        self.assertEqual(summary["errata"]["corrected_form_violated"], count("erratum", "violated"))
+        self.assertGreater(summary["measurements"]["measured"], 0)
+        last = r.stdout.strip().splitlines()[-1]
+        expected = "%d claims: %d held, %d violated, %d hypotheses not met" % (
+            count("claim", "held", "violated", "hypotheses not met", "inconclusive"), count("claim", "held"),
+            count("claim", "violated"), count("claim", "hypotheses not met"))
+        self.assertTrue(last.startswith(expected), (last, expected))
+        self.assertIn("; %d measurements" % count("measurement", "measured", "inconclusive"), last)
+        self.assertIn("; %d errata confirmed" % count("erratum", "confirmed"), last)
         files = os.listdir(report)
         self.assertIn("report.md", files)
         self.assertIn("results.json", files)
@@ -248,7 +281,96 @@ class CliTest(unittest.TestCase):
             md = f.read()
         self.assertIn("Claims that held on the default workloads", md)
         self.assertIn("Claims that did not hold on the default workloads", md)
+        self.assertIn("| check | kind | status | key number |", md)
+        self.assertIn(summary["line"] + ".", md)
+        held = md[md.index("### Claims that held"):md.index("### Claims that did not hold")]
+        for c in doc["checks"]:
+            self.assertEqual("`%s`" % c["id"] in held, c["kind"] == "claim" and c["outcome"] == "held", c["id"])
         self.assertEqual(sorted(n for n in os.listdir(self.dir) if ".tmp." in n), [])
+
+    def test_inspect_measures_exactly_the_chosen_layers_and_heads(self):
+        f = self.path("w.safetensors")
+        r = run("workload", "generate", "--preset", "tiny-gqa", "--tokens", "64", "--layers", "3", "--seed", "5",
+                "-o", f)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        every, chosen = self.path("every.json"), self.path("chosen.json")
+        self.assertEqual(run("workload", "inspect", f, "--json", every, "--quiet").returncode, 0)
+        r = run("workload", "inspect", f, "--layers", "2,0", "--heads", "1-2", "--json", chosen, "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(every) as a, open(chosen) as b:
+            every, chosen = json.load(a), json.load(b)
+        self.assertEqual(every["measured"]["layers"], [0, 1, 2])  # the default is every layer and head
+        self.assertEqual(chosen["measured"], {"layers": [0, 2], "layers_text": "0,2", "q_heads": [1, 2],
+                                              "q_heads_text": "1-2"})
+        pairs = [(h["layer"], h["q_head"]) for h in chosen["heads"]]
+        self.assertEqual(pairs, [(0, 1), (0, 2), (2, 1), (2, 2)])
+        self.assertEqual([l["layer"] for l in chosen["layers"]], [0, 2])
+        # Each measured head has the numbers it has in the full run (a head does not depend on the others).
+        full = {(h["layer"], h["q_head"]): h for h in every["heads"]}
+        for h in chosen["heads"]:
+            self.assertEqual(h, full[(h["layer"], h["q_head"])])
+        # The table has a row per chosen layer only.
+        rows = [l.split()[0] for l in r.stdout.splitlines()[3:] if l.split()]
+        self.assertEqual(rows, ["0", "2", "mean"], r.stdout)
+        for args, needles in ((["--layers", "3"], ["--layers", "layers 0-2", "got 3 (out of range)"]),
+                              (["--layers", "0,0-1"], ["--layers", "0 (in 0-1, listed twice"]),
+                              (["--heads", "4"], ["--heads", "query heads 0-3", "got 4"]),
+                              (["--heads", "2-1"], ["--heads", "2-1 (reversed)"])):
+            out = self.path("bad.json")
+            self.assert_one_line_error(run("workload", "inspect", f, *args, "--json", out), *needles)
+            self.assertFalse(os.path.exists(out))
+
+    def test_verify_layers_and_policies_choose_what_the_checks_read(self):
+        f = self.path("w.safetensors")
+        r = run("workload", "generate", "--preset", "tiny-gqa", "--tokens", "64", "--layers", "3", "--seed", "5",
+                "-o", f)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = self.path("v.json")
+        checks = ("--check", "h2o.sec3_sparsity", "--check", "streamingllm.attention_sinks", "--check",
+                  "h2o.greedy_vs_offline_optimum")
+        r = self.verify("--workload", f, "--layers", "2,1", *checks, "--policy", "h2o:heavy=5,recent=8",
+                        "--policy", "local,streamingllm:sinks=2", "-o", self.path("r"), "--json", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as fh:
+            doc = json.load(fh)
+        self.assertEqual(doc["settings"]["layers"], [1, 2])
+        self.assertEqual(doc["settings"]["layers_text"], "1-2")
+        self.assertEqual(doc["settings"]["policies"], ["h2o:heavy=5,recent=8", "local", "streamingllm:sinks=2"])
+        self.assertEqual([l["layer"] for l in doc["layers"]], [1, 2])
+        by_id = {c["id"]: c for c in doc["checks"]}
+        sparsity = next(s for s in by_id["h2o.sec3_sparsity"]["series"] if s["label"].startswith("mean"))
+        self.assertEqual(sparsity["x"], [1, 2])
+        self.assertEqual(by_id["h2o.sec3_sparsity"]["instances"], 2)
+        sinks = by_id["streamingllm.attention_sinks"]
+        self.assertEqual(sorted(k for k in sinks["measurements"] if k.startswith("first_token_mass_layer")),
+                         ["first_token_mass_layer_2"])  # layer 1 is one of the first two
+        gap = by_id["h2o.greedy_vs_offline_optimum"]
+        names = {s["label"] for s in gap["series"]}
+        self.assertEqual(names, {"h2o:heavy=5,recent=8", "local", "streamingllm:sinks=2"})
+        # Its (layer, KV head) groups, named in the figure's data, lie in the chosen layers.
+        with open(os.path.join(self.path("r"), "gap_to_optimum.dat")) as fh:
+            groups = [line.split('"')[1] for line in fh.read().splitlines()[1:] if line.strip()]
+        self.assertGreater(len(groups), 0)
+        self.assertTrue(all(g.split()[0] in ("L1", "L2") for g in groups), groups)
+        self.assertIn("ratio_h2o_heavy_5_recent_8", gap["measurements"])
+        with open(os.path.join(self.path("r"), "report.md")) as fh:
+            self.assertIn("Layers checked: 1-2. Policies against the offline optimum: h2o:heavy=5,recent=8, local, "
+                          "streamingllm:sinks=2.", fh.read())
+        # The built-in workload reads its set against the preset's 32 layers (layer 0 by default).
+        r = self.verify("--check", "h2o.sec3_sparsity", "--tokens", "128", "-o", self.path("r0"), "--json", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as fh:
+            self.assertEqual(json.load(fh)["settings"]["layers"], [0])
+        for args, needles in (
+                (["--workload", f, "--layers", "3"], ["--layers", "layers 0-2", "got 3 (out of range)"]),
+                (["--workload", f, "--layers", "1,1"], ["--layers", "1 (listed twice"]),
+                (["--layers", "32"], ["--layers", "layers 0-31", "got 32"]),
+                (["--workload", f, "--policy", "streamingllm:sinks=40"], ["--policy", "k = 13", "sinks=40"]),
+                (["--workload", f, "--policy", "h2o", "--policy", "h2o"], ["--policy", "h2o (listed twice)"]),
+                (["--workload", f, "--policy", "nosuch"], ["--policy", "nosuch"])):
+            report = self.path("bad")
+            self.assert_one_line_error(self.verify(*args, "-o", report), *needles)
+            self.assertFalse(os.path.exists(report))
 
     def test_verify_list_prints_every_id(self):
         r = run("verify", "--list")
@@ -286,6 +408,12 @@ class CliTest(unittest.TestCase):
         self.assertEqual(self.verify(*args, "--fail-on-violation").returncode, 1)
         held = self.verify("--check", "greedy.nwf_tightness", "-o", self.path("r2"), "--fail-on-violation")
         self.assertEqual(held.returncode, 0, held.stderr)
+        # Measurements report numbers, never a violation: even on the Gaussian workload they pass.
+        measured = self.verify("--workload", w, "--check", "h2o.greedy_vs_offline_optimum", "--check",
+                               "core.row_sums", "-o", self.path("r3"), "--json", out, "--fail-on-violation")
+        self.assertEqual(measured.returncode, 0, measured.stderr)
+        with open(out) as f:
+            self.assertEqual({c["outcome"] for c in json.load(f)["checks"]}, {"measured"})
 
     def test_verify_reads_a_safetensors_workload(self):
         w = self.path("w.safetensors")
@@ -297,7 +425,8 @@ class CliTest(unittest.TestCase):
         with open(out) as f:
             doc = json.load(f)
         self.assertIn("w.safetensors", doc["settings"]["workload"])
-        self.assertEqual({c["outcome"] for c in doc["checks"]}, {"held"})
+        self.assertEqual({c["id"]: c["outcome"] for c in doc["checks"]},
+                         {"core.tv_identity": "measured", "core.output_bound": "held"})
 
     def test_verify_config_file_and_its_errors(self):
         config = self.path("config.json")
@@ -428,9 +557,54 @@ class CliTest(unittest.TestCase):
             with open(x, "rb") as f:
                 self.assertEqual(f.read(6), b"\x93NUMPY")
             self.assertTrue(os.path.exists(self.path("conv.dat")))
-            if "gnuplot: not found" not in r.stderr and "gnuplot not found" not in r.stderr:
+            self.assertTrue(os.path.exists(self.path("conv.gp")))
+            import shutil
+            if shutil.which("gnuplot"):
                 with open(plot) as f:
                     self.assertIn("<svg", f.read())
+                with open(self.path("conv.png"), "rb") as f:
+                    self.assertEqual(f.read(4), b"\x89PNG")
+
+    def test_simulate_figures_are_categorical_per_policy_titled_and_drawn_or_explained(self):
+        import shutil
+        policies = ["h2o", "local", "tova"]
+        out = self.path("figs")
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "48", "--budget", "0.25", "--budgets", "0.5",
+                "--policies", ",".join(policies), "--quiet", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        figures = ("retained_per_step", "retained_vs_budget", "gap_to_optimum")
+        scripts = {}
+        for name in figures:
+            with open(os.path.join(out, name + ".gp")) as f:
+                scripts[name] = f.read()
+            self.assertTrue(os.path.exists(os.path.join(out, name + ".dat")), name)
+            gp = scripts[name]
+            self.assertRegex(gp, r"set label 1 \"[^\"]+\" at screen", name)  # the title
+            self.assertRegex(gp, r"set xlabel '[^']+'", name)
+            self.assertRegex(gp, r"set ylabel '[^']+'", name)
+            for key in re.findall(r"^set key .*$", gp, re.M):
+                self.assertTrue(" outside " in key or " below " in key, (name, key))
+            if shutil.which("gnuplot"):
+                for ext in ("svg", "png"):
+                    self.assertGreater(os.path.getsize(os.path.join(out, f"{name}.{ext}")), 0, name + ext)
+        # The per-policy figure is categorical: tics named after the policies, bars, never lines.
+        gap = scripts["gap_to_optimum"]
+        self.assertIn("set xtics (" + ", ".join(f"'{p}' {i}" for i, p in enumerate(policies)) + ")", gap)
+        self.assertNotIn("lines", gap)
+        self.assertIn("with boxes", gap)
+        self.assertIn("set logscale x", scripts["retained_vs_budget"])
+        # Without gnuplot the data and scripts are written and a warning says how to draw them.
+        bare = self.path("figs_bare")
+        empty = self.path("no_tools")
+        os.makedirs(empty, exist_ok=True)
+        r = subprocess.run([BIN, "simulate", "--preset", "tiny-gqa", "--tokens", "48", "--budget", "0.25",
+                            "--policies", "h2o", "--quiet", "-o", bare], capture_output=True, timeout=600,
+                           env=dict(os.environ, PATH=empty))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"gnuplot was not found", r.stderr)
+        self.assertIn(b"gnuplot NAME.gp", r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(bare, "gap_to_optimum.gp")))
+        self.assertFalse(os.path.exists(os.path.join(bare, "gap_to_optimum.png")))
 
     def test_regress_reads_user_files_and_warns_about_violated_hypotheses(self):
         A, b, w = self.regress_problem(negative_b=True)
@@ -507,7 +681,7 @@ class CliTest(unittest.TestCase):
         f = self.path("w.safetensors")
         self.generate(f)  # tiny-gqa, 64 tokens, 2 layers
         out = self.path("sim")
-        r = run("simulate", "--workload", f, "--layers", "0", "--heads", "1", "--budget", "8",
+        r = run("simulate", "--workload", f, "--layers", "all", "--heads", "1", "--budget", "8",
                 "--policies", "h2o,l2norm", "--optimum", "oracle", "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         rows = self.read_csv(os.path.join(out, "summary.csv"))
@@ -524,7 +698,7 @@ class CliTest(unittest.TestCase):
         import pty
         master, slave = pty.openpty()
         try:
-            r = subprocess.run([BIN, "simulate", "--preset", "tiny-gqa", "--tokens", "48", "--layers", "2",
+            r = subprocess.run([BIN, "simulate", "--preset", "tiny-gqa", "--tokens", "48", "--layers", "0-1",
                                 "--budget", "0.2", "--budgets", "0.5", "--optimum", "oracle", "--no-plots",
                                 "-o", self.path("sim")], stdout=subprocess.PIPE, stderr=slave, timeout=600)
             os.close(slave)
@@ -565,7 +739,7 @@ class CliTest(unittest.TestCase):
             (["--workload", f, "--budgets", "0.1,3e9"], "got 3e9"),
             (["--workload", f, "--budget", "2147483648"], "got 2147483648"),
             (["--workload", f, "--heads", "7"], "--heads"),
-            (["--workload", f, "--heads", "0,0"], "0 (listed twice)"),
+            (["--workload", f, "--heads", "0,0"], "0 (listed twice"),
             (["--workload", f, "--optimum", "best"], "--optimum"),
             (["--workload", f, "--layers", "9"], "--layers"),
             (["--preset", "no-such-model"], "no-such-model"),
@@ -579,6 +753,137 @@ class CliTest(unittest.TestCase):
             self.assertFalse(os.path.exists(out), args)
             self.assertFalse(os.path.exists(self.path("sim.json")), args)
             self.assertEqual([p for p in os.listdir(self.dir) if ".tmp." in p], [], args)
+
+    def test_simulate_layer_and_head_sets_run_exactly_those_cells(self):
+        # A preset generates layers 0..15 and runs 12, 14, 15 of KV head 1; the whole 16-layer file
+        # gives the same numbers for those cells (a layer does not depend on the layers after it).
+        common = ["--budget", "8", "--policies", "h2o,local", "--optimum", "oracle", "--no-plots", "--quiet"]
+        js = self.path("sets.json")
+        r = run("simulate", "--preset", "llama3-8b", "--tokens", "32", "--seed", "4", "--layers", "12,14-15",
+                "--heads", "1", *common, "-o", self.path("sets"), "--json", js)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(js) as f:
+            doc = json.load(f)
+        self.assertEqual(sorted((h["layer"], h["kv_head"]) for h in doc["heads"]), [(12, 1), (14, 1), (15, 1)])
+        self.assertEqual((doc["layers"], doc["kv_heads"]), ([12, 14, 15], [1]))
+        self.assertIn("layers 12,14-15, KV heads 1:", r.stdout)
+        f = self.path("w16.safetensors")
+        r = run("workload", "generate", "--preset", "llama3-8b", "--uniform-layers", "--tokens", "32", "--layers", "16",
+                "--seed", "4", "-o", f)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        js2 = self.path("sets2.json")
+        r = run("simulate", "--workload", f, "--layers", "15,12,14", "--heads", "1", *common,
+                "-o", self.path("sets2"), "--json", js2)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(js2) as f2:
+            self.assertEqual(json.load(f2)["heads"], doc["heads"])
+        # A single number is that layer alone, not a count of layers.
+        w = self.path("w.safetensors")
+        self.generate(w)  # tiny-gqa, 2 layers
+        r = run("simulate", "--workload", w, "--layers", "1", *common, "-o", self.path("one"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = self.read_csv(os.path.join(self.path("one"), "summary.csv"))
+        self.assertEqual({(x["layer"], x["kv_head"]) for x in rows}, {("1", "0"), ("1", "1")})
+
+    def test_simulate_bad_layer_and_head_sets_name_the_value_and_the_range(self):
+        w = self.path("w.safetensors")
+        self.generate(w)  # 2 layers, 2 KV heads
+        cases = [
+            (["--layers", "31"], ["--layers", "layers 0-1", "got 31 (out of range)"]),
+            (["--layers", "0-2"], ["--layers", "2 (in 0-2, out of range)"]),
+            (["--layers", "1,0-1"], ["--layers", "1 (in 0-1, listed twice"]),
+            (["--layers", "1-0"], ["--layers", "1-0 (reversed)"]),
+            (["--layers", "0,,1"], ["--layers", "empty item"]),
+            (["--layers", "1.5"], ["--layers", "got 1.5"]),
+            (["--heads", "0,0"], ["--heads", "0 (listed twice"]),
+            (["--heads", "2"], ["--heads", "KV heads 0-1", "got 2 (out of range)"]),
+        ]
+        for args, needles in cases:
+            r = run("simulate", "--workload", w, *args, "-o", self.path("sim"))
+            self.assertEqual(r.returncode, 2, args)
+            self.assert_one_line_error(r, *needles)
+            self.assertFalse(os.path.exists(self.path("sim")), args)
+
+    def test_simulate_policy_parameters_are_applied_and_recorded(self):
+        w = self.path("w.safetensors")
+        self.generate(w)
+        out, js = self.path("p"), self.path("p.json")
+        # h2o with no heavy hitters is the recent window alone: the same numbers as local.
+        r = run("simulate", "--workload", w, "--layers", "all", "--budget", "8", "--optimum", "none", "--no-plots",
+                "--policies", "h2o:heavy=0.25,recent=0.75,h2o:heavy=0,local,streamingllm:sinks=2", "--quiet",
+                "-o", out, "--json", js)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(js) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["policies"], ["h2o:heavy=0.25,recent=0.75", "h2o:heavy=0", "local",
+                                           "streamingllm:sinks=2"])
+        self.assertEqual(doc["policy_parameters"]["h2o:heavy=0.25,recent=0.75"],
+                         {"name": "h2o", "parameters": {"heavy": 0.25, "recent": 0.75}})
+        self.assertEqual(doc["policy_parameters"]["streamingllm:sinks=2"]["parameters"], {"sinks": 2})
+        for head in doc["heads"]:
+            p = head["policies"]
+            self.assertEqual(p["h2o:heavy=0"]["total_retained_mass"], p["local"]["total_retained_mass"])
+        rows = self.read_csv(os.path.join(out, "summary.csv"))  # the label is one quoted CSV field
+        self.assertEqual({x["policy"] for x in rows}, set(doc["policies"]))
+        cases = [
+            ("h2o:sink=1", ["unknown key 'sink'", "heavy, recent"]),
+            ("local:window=2", ["local takes no parameters"]),
+            ("h2o:heavy=0.1,recent=0.1", ["sum to 1"]),
+            ("h2o:heavy=52,recent=50", ["k = 8", "h2o:heavy=52,recent=50"]),
+            ("streamingllm:sinks=8", ["k = 8", "sinks"]),
+        ]
+        for policies, needles in cases:
+            r = run("simulate", "--workload", w, "--budget", "8", "--policies", policies, "-o", self.path("bad"))
+            self.assertEqual(r.returncode, 2, policies)
+            self.assert_one_line_error(r, "--policies", *needles)
+            self.assertFalse(os.path.exists(self.path("bad")), policies)
+        r = run("simulate", "--list-policies")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in ("h2o", "h2o-oracle", "streamingllm", "snapkv", "h2o-noisy", "l2norm", "lookahead", "tova"):
+            self.assertIn("\n  " + name, r.stdout)
+        self.assertRegex(r.stdout, r"heavy +default 0\.5 ")
+        self.assertRegex(r.stdout, r"sinks +default 4 ")
+
+    def nan_workload(self):
+        """A q/k/v.npy directory (2 layers, 2 heads, 80 tokens) with one NaN in layer 1's q."""
+        d = self.path("nan")
+        os.mkdir(d)
+        shape = (2, 2, 80, 8)
+        count = 2 * 2 * 80 * 8
+        for name in ("q", "k", "v"):
+            values = [((i * 7919 + ord(name)) % 97) / 97.0 - 0.5 for i in range(count)]
+            if name == "q":
+                values[count // 2 + 3] = float("nan")  # layer 1, head 0, token 0, dim 3
+            write_npy(os.path.join(d, name + ".npy"), shape, values)
+        return d
+
+    def test_every_workload_reader_takes_allow_nonfinite(self):
+        d = self.nan_workload()
+        commands = {
+            "inspect": ["workload", "inspect", d],
+            "simulate": ["simulate", "--workload", d, "--budget", "8", "--no-plots", "-o", self.path("s")],
+            "verify": ["verify", "--workload", d, "--check", "core.row_sums", "-o", self.path("r")],
+            "fit": ["workload", "fit", d, "-o", self.path("t.toml")],
+        }
+        for name, args in commands.items():
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, name)
+            self.assert_one_line_error(r, "q.npy", "NaN", "--allow-nonfinite")
+        # Accepted where the command can use the data: inspect measures every head (NaN statistics
+        # where the NaN is), simulate runs the layers that are finite.
+        out = self.path("inspect.json")
+        r = run(*commands["inspect"], "--allow-nonfinite", "--json", out, "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(*commands["simulate"], "--allow-nonfinite", "--layers", "0", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(*commands["verify"], "--allow-nonfinite", "--layers", "0", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Refused with the reason where the command needs the non-finite layer.
+        for name, extra in (("simulate", ["--layers", "all"]), ("verify", []), ("fit", [])):
+            r = run(*commands[name], "--allow-nonfinite", *extra)
+            self.assertEqual(r.returncode, 2, name)
+            self.assert_one_line_error(r, "layer 1 q", "NaN at query head 0, token 0, dim 3", "--allow-nonfinite accepts")
+        self.assertFalse(os.path.exists(self.path("t.toml")))
 
     # ----- sweep -----
 
@@ -680,6 +985,7 @@ modes = ["flow"]
         base = self.SWEEP_GRID % {"tokens": 64, "seeds": "0"}
         cases = [
             (base.replace("layers = [1]", "layerz = [1]"), ["layerz", "[workload]"]),
+            (base.replace("layers = [1]", 'layers = ["1,1"]'), ['[workload] layers = "1,1"', "listed twice"]),
             (base.replace("seeds = [0]", "seeds = []"), ["[workload] seeds"]),
             (base.replace('names = ["h2o", "local"]', "names = []"), ["[policy] names"]),
             (base.replace("ratios = [0.125, 0.25]", "ratios = [0.5, 1.5]"), ["[budget] ratios", "1.5"]),

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -326,6 +331,229 @@ TEST(Profile, RejectsMalformedFilesNamingTheKey) {
     }
   }
   EXPECT_THROW((void)read_profile(dir.path("missing.toml")), InputError);
+}
+
+/// Text TOML reads back as exactly `v` (shortest round trip, always a float: a '.' or exponent).
+std::string toml_float(double v) {
+  char buffer[64];
+  std::string text(buffer, std::to_chars(buffer, buffer + sizeof buffer, v).ptr);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+/// One value of one key of a profile at or next to a bound the reader enforces. `section` is
+/// "shape", "defaults" or "layer" (the [[layers]] table #0); `shape` overrides [shape]'s other
+/// keys (layers 1, q_heads 4, kv_heads 2, head_dim 16). Accepted iff `needles` is empty; else the
+/// error must contain the file, then every needle (the key and the expected range).
+struct BoundCase {
+  std::string section, key, value;
+  std::vector<std::string> needles;
+  std::map<std::string, std::string> shape = {};
+};
+
+std::string bound_case_text(const BoundCase& c) {
+  std::map<std::string, std::string> shape = {{"layers", "1"}, {"q_heads", "4"}, {"kv_heads", "2"}, {"head_dim", "16"}};
+  for (const auto& [key, value] : c.shape) shape[key] = value;
+  if (c.section == "shape") shape[c.key] = c.value;
+  std::string text = "format = \"subevict.profile.v1\"\n[shape]\n";
+  for (const auto& [key, value] : shape) text += key + " = " + value + "\n";
+  if (c.section == "defaults") text += "[defaults]\n" + c.key + " = " + c.value + "\n";
+  text += "[[layers]]\n";
+  if (c.section == "layer") text += c.key + " = " + c.value + "\n";
+  // As many tables as [shape] layers asks for while that is small (a larger count is rejected).
+  const long long layers = std::strtoll(shape["layers"].c_str(), nullptr, 10);
+  for (long long l = 1; l < layers && l < 4; ++l) text += "[[layers]]\n";
+  return text;
+}
+
+/// The value `profile` holds for the case's key, as a double (exact for the integers).
+double read_back(const GeneratorProfile& profile, const BoundCase& c) {
+  const Shape& s = profile.shape;
+  if (c.section == "shape") {
+    const std::map<std::string, double> shape = {{"layers", s.layers}, {"q_heads", s.q_heads},
+                                                 {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim},
+                                                 {"score_scale", profile.score_scale}};
+    return shape.at(c.key);
+  }
+  double out = std::nan("");
+  for_each_llm_param(profile.layers.at(0), [&](const char* name, const auto& field, const char*) {
+    if (c.key == name) out = double(field);
+  });
+  return out;
+}
+
+void expect_bound_cases(const std::vector<BoundCase>& cases) {
+  testing::ScratchDir dir;
+  for (const BoundCase& c : cases) {
+    const std::string path = dir.unique(".toml");
+    testing::write_bytes(path, testing::to_bytes(bound_case_text(c)));
+    SCOPED_TRACE("[" + c.section + "] " + c.key + " = " + c.value);
+    if (c.needles.empty()) {
+      try {
+        const GeneratorProfile profile = read_profile(path);
+        // The value, parsed independently of the TOML reader, arrived unchanged.
+        EXPECT_EQ(read_back(profile, c), std::strtod(c.value.c_str(), nullptr));
+      } catch (const InputError& e) {
+        ADD_FAILURE() << "rejected: " << e.what();
+      }
+      continue;
+    }
+    std::vector<std::string> parts = {path + ": "};
+    parts.insert(parts.end(), c.needles.begin(), c.needles.end());
+    EXPECT_TRUE(testing::rejects([&] { (void)read_profile(path); }, parts));
+    try {
+      (void)read_profile(path);
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();  // the file comes first
+    }
+  }
+}
+
+constexpr double kTiny = std::numeric_limits<double>::denorm_min();
+constexpr double kHuge = std::numeric_limits<double>::max();
+const std::string kIntMax = "2147483647", kIntMaxPlus1 = "2147483648";
+const std::string kIntRange = "an integer in [-2147483648, 2147483647]";
+
+double above(double v) { return std::nextafter(v, kHuge); }
+double below(double v) { return std::nextafter(v, -kHuge); }
+
+TEST(ProfileBounds, IntegersAreReadUpToIntMaxAndRejectedBeyond) {
+  std::vector<BoundCase> cases;
+  for (const std::string key : {"layers", "q_heads", "kv_heads", "head_dim"}) {
+    cases.push_back({"shape", key, kIntMaxPlus1, {"[shape] " + key + ": expected " + kIntRange, "got " + kIntMaxPlus1}});
+    cases.push_back({"shape", key, "-2147483649", {"[shape] " + key + ": expected " + kIntRange}});
+  }
+  cases.push_back({"layer", "sinks", kIntMax, {}});
+  cases.push_back({"layer", "token_types", kIntMax, {"token_types: expected an integer in [1, 262144]"}});
+  for (const std::string key : {"sinks", "token_types"}) {
+    cases.push_back({"layer", key, kIntMaxPlus1, {"[[layers]] #0 " + key + ": expected " + kIntRange, "got " + kIntMaxPlus1}});
+    cases.push_back({"defaults", key, kIntMaxPlus1, {"[defaults] " + key + ": expected " + kIntRange}});
+  }
+  cases.push_back({"layer", "sinks", "-2147483649", {"[[layers]] #0 sinks: expected " + kIntRange}});
+  // INT_MAX itself passes the integer read: the errors are the next checks' (table count, range).
+  cases.push_back({"shape", "layers", kIntMax, {"[[layers]]: expected 2147483647 tables", "got 4"}});
+  cases.push_back({"shape", "head_dim", kIntMax, {"head_dim", "an even number in [8, 1024]", "got 2147483647"}});
+  // q_heads = kv_heads = INT_MAX: 2^31 - 1 heads of 8 dims, 2^34 elements (<= 2^40).
+  cases.push_back({"shape", "q_heads", kIntMax, {}, {{"kv_heads", "1"}, {"head_dim", "8"}}});
+  cases.push_back({"shape", "kv_heads", kIntMax, {}, {{"q_heads", kIntMax}, {"head_dim", "8"}}});
+  expect_bound_cases(cases);
+}
+
+TEST(ProfileBounds, ShapeIsAcceptedAtItsLimitsAndRejectedOneStepOutside) {
+  const std::map<std::string, std::string> mqa = {{"kv_heads", "1"}};
+  const std::string q_2_30 = std::to_string(1LL << 30);
+  expect_bound_cases({
+      {"shape", "layers", "1", {}},
+      {"shape", "layers", "2", {}},
+      {"shape", "layers", "0", {"[shape]", "layers must be positive, got 0"}},
+      {"shape", "q_heads", "1", {}, mqa},
+      {"shape", "q_heads", "2", {}, mqa},
+      {"shape", "q_heads", "0", {"[shape]", "q_heads must be positive, got 0"}, mqa},
+      {"shape", "kv_heads", "1", {}},
+      {"shape", "kv_heads", "4", {}},
+      {"shape", "kv_heads", "0", {"[shape]", "kv_heads must be positive, got 0"}},
+      {"shape", "kv_heads", "3", {"[shape]", "kv_heads (3) must divide q_heads (4)"}},
+      {"shape", "head_dim", "8", {}},
+      {"shape", "head_dim", "10", {}},
+      {"shape", "head_dim", "1022", {}},
+      {"shape", "head_dim", "1024", {}},
+      {"shape", "head_dim", "6", {"head_dim", "an even number in [8, 1024]", "got 6"}},
+      {"shape", "head_dim", "7", {"head_dim", "an even number in [8, 1024]", "got 7"}},
+      {"shape", "head_dim", "9", {"head_dim", "an even number in [8, 1024]", "got 9"}},
+      {"shape", "head_dim", "1025", {"head_dim", "an even number in [8, 1024]", "got 1025"}},
+      {"shape", "head_dim", "1026", {"head_dim", "an even number in [8, 1024]", "got 1026"}},
+      {"shape", "head_dim", "0", {"[shape]", "head_dim must be positive, got 0"}},
+      // layers * q_heads * head_dim (tokens are 1) at 2^40 elements, one head below, one above.
+      {"shape", "q_heads", q_2_30, {}, {{"kv_heads", "1"}, {"head_dim", "1024"}}},
+      {"shape", "q_heads", std::to_string((1LL << 30) - 1), {}, {{"kv_heads", "1"}, {"head_dim", "1024"}}},
+      {"shape", "q_heads", std::to_string((1LL << 30) + 1), {"[shape]", "more than 2^40 elements"},
+       {{"kv_heads", "1"}, {"head_dim", "1024"}}},
+      {"shape", "score_scale", toml_float(kLlmMinMagnitude), {}},
+      {"shape", "score_scale", toml_float(above(kLlmMinMagnitude)), {}},
+      {"shape", "score_scale", toml_float(kHuge), {}},
+      {"shape", "score_scale", toml_float(below(kLlmMinMagnitude)), {"[shape] score_scale: expected a number >= 1e-06"}},
+      {"shape", "score_scale", toml_float(kTiny), {"[shape] score_scale: expected a number >= 1e-06"}},
+      {"shape", "score_scale", "0.0", {"[shape] score_scale: expected a number >= 1e-06"}},
+      {"shape", "score_scale", toml_float(-kTiny), {"[shape] score_scale: expected a number >= 1e-06"}},
+      {"shape", "score_scale", "inf", {"[shape] score_scale: expected a finite number"}},
+  });
+}
+
+TEST(ProfileBounds, ParametersAreAcceptedAtTheirLimitsAndRejectedOneStepOutside) {
+  std::vector<BoundCase> cases;
+  auto accept = [&](const std::string& key, double v) { cases.push_back({"layer", key, toml_float(v), {}}); };
+  auto reject = [&](const std::string& key, double v, const std::string& range) {
+    for (const std::string section : {"layer", "defaults"}) {
+      cases.push_back({section, key, toml_float(v),
+                       {std::string(section == "layer" ? "[[layers]] #0" : "[defaults]") + ": expected valid parameters",
+                        key + ": expected " + range}});
+    }
+  };
+  const std::string magnitude = "a finite value in [0, 1000000]";
+  for (const std::string key : {"content_logit_std", "sink_logit", "heavy_logit", "norm_logit_range", "recency_logit", "value_std"}) {
+    for (double v : {0.0, kTiny, below(kLlmMaxMagnitude), kLlmMaxMagnitude}) accept(key, v);
+    reject(key, -kTiny, magnitude);
+    reject(key, above(kLlmMaxMagnitude), magnitude);
+  }
+  for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("sink_head_fraction", v);
+  reject("sink_head_fraction", -kTiny, "a value in [0, 1]");
+  reject("sink_head_fraction", above(1.0), "a value in [0, 1]");
+  for (double v : {0.0, kTiny, kHuge}) accept("zipf_alpha", v);
+  reject("zipf_alpha", -kTiny, "a finite value >= 0");
+  for (double v : {kLlmMinMagnitude, above(kLlmMinMagnitude), below(kLlmMaxMagnitude), kLlmMaxMagnitude}) accept("norm_spread", v);
+  for (double v : {below(kLlmMinMagnitude), 0.0, -kTiny, above(kLlmMaxMagnitude)}) reject("norm_spread", v, "a finite value in [1e-06, 1000000]");
+  for (double v : {above(1.0), 2.0, kHuge}) accept("rope_base", v);
+  for (double v : {1.0, below(1.0)}) reject("rope_base", v, "a finite value > 1");
+  for (double v : {kLlmMinMagnitude, above(kLlmMinMagnitude), kHuge}) accept("temperature", v);
+  for (double v : {below(kLlmMinMagnitude), kTiny, 0.0, -kTiny}) reject("temperature", v, "a finite value >= 1e-06");
+  for (const char* v : {"1", "2", "262143", "262144"}) cases.push_back({"layer", "token_types", v, {}});
+  for (const char* v : {"0", "-1", "262145"}) {
+    cases.push_back({"layer", "token_types", v,
+                     {"[[layers]] #0: expected valid parameters", "token_types: expected an integer in [1, 262144]"}});
+  }
+  for (const char* v : {"0", "1"}) cases.push_back({"layer", "sinks", v, {}});
+  cases.push_back({"layer", "sinks", "-1", {"[[layers]] #0: expected valid parameters", "sinks: expected a count >= 0"}});
+  expect_bound_cases(cases);
+}
+
+TEST(Generator, StaysFiniteWithEveryParameterAtItsBound) {
+  // Each parameter where it enlarges the entries most: logits and value_std at the maximum,
+  // temperature and score_scale at the minimum, norm_spread at both ends (it scales the keys'
+  // norm offset and divides the queries' norm term).
+  for (const double norm_spread : {kLlmMinMagnitude, kLlmMaxMagnitude}) {
+    for (const int head_dim : {8, 1024}) {
+      SCOPED_TRACE("norm_spread " + std::to_string(norm_spread) + ", head_dim " + std::to_string(head_dim));
+      LlmLikeParams p;
+      p.content_logit_std = p.sink_logit = p.heavy_logit = p.norm_logit_range = p.recency_logit = p.value_std =
+          kLlmMaxMagnitude;
+      p.norm_spread = norm_spread;
+      p.temperature = kLlmMinMagnitude;
+      WorkloadSpec spec = small_llm_spec(1, 2, 1, p);
+      spec.shape.head_dim = head_dim;
+      spec.shape.tokens = 16;
+      spec.score_scale = kLlmMinMagnitude;
+      const Workload w = generate_workload(spec);
+      for (const std::vector<float>* data : {&w.q_data(), &w.k_data(), &w.v_data()}) {
+        EXPECT_TRUE(std::all_of(data->begin(), data->end(), [](float x) { return std::isfinite(x); }));
+      }
+    }
+  }
+}
+
+TEST(Generator, TakesAScoreScaleOfZeroOrAtLeastTheMinimum) {
+  WorkloadSpec spec = small_llm_spec(1, 2, 1, LlmLikeParams());
+  for (const double scale : {0.0, kLlmMinMagnitude, above(kLlmMinMagnitude), kHuge}) {
+    spec.score_scale = scale;
+    EXPECT_NO_THROW(validate_spec(spec)) << scale;
+  }
+  for (const double scale : {kTiny, below(kLlmMinMagnitude)}) {
+    spec.score_scale = scale;
+    EXPECT_TRUE(testing::rejects([&] { validate_spec(spec); }, {"score_scale", ">= 1e-06"})) << scale;
+  }
+  spec.kind = GeneratorKind::kGaussian;  // no logits to inflate: any finite scale >= 0
+  EXPECT_NO_THROW(validate_spec(spec));
+  spec.score_scale = -kTiny;
+  EXPECT_THROW(validate_spec(spec), InputError);
 }
 
 /// Statistics of all 32 layers of preset `name` with its profile, 512 tokens, seed 1, on the first 8

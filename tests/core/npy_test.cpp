@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/dtype.hpp"
+#include "core/mapped_file.hpp"
 #include "io_test_support.hpp"
 
 namespace subevict {
@@ -238,6 +240,126 @@ TEST(NpyRead, EveryTruncationOfAValidFileIsRejected) {
     EXPECT_TRUE(rejects([&] { parse_npy<double>(prefix, "cut.npy"); }, {"cut.npy: "}))
         << "prefix of " << size << " bytes";
   }
+}
+
+// Boundaries of every size check, each at the limit (accepted), one below (accepted) and one
+// above (rejected, naming the field); "accepted" for a check means that what follows it runs.
+
+/// A header dict for '<f4' C-order data of the given shape tuple text, e.g. "(0, 3)".
+std::string f4_header(const std::string& shape) {
+  return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }\n";
+}
+
+TEST(NpyBounds, HeaderLengthUpToTheBytesLeftInTheFile) {
+  const std::string header = f4_header("(0,)");
+  const auto exact = npy_bytes(header, {});
+  EXPECT_EQ(parse_npy<float>(exact, "mem").shape, (std::vector<std::size_t>{0}));
+  // One above: the declared length passes the end of the file by one byte.
+  auto above = exact;
+  above[8] = std::byte(header.size() + 1);
+  EXPECT_TRUE(rejects([&] { parse_npy<float>(above, "mem"); },
+                      {"mem: header length: expected at most " + std::to_string(header.size()),
+                       "got " + std::to_string(header.size() + 1)}));
+  // One below: the length check passes; the last header byte becomes a payload byte.
+  auto below = exact;
+  below[8] = std::byte(header.size() - 1);
+  EXPECT_TRUE(rejects([&] { parse_npy<float>(below, "mem"); }, {"mem: payload", "1 bytes left over"}));
+  // Version 2.0 (4-byte length) at its largest declared length, beyond the input.
+  auto v2 = npy_bytes(header, {}, 2);
+  for (int i = 8; i < 12; ++i) v2[std::size_t(i)] = std::byte(0xFF);
+  EXPECT_TRUE(rejects([&] { parse_npy<float>(v2, "mem"); }, {"mem: header length", "got 4294967295"}));
+}
+
+TEST(NpyBounds, DimensionsUpTo2To64Minus1) {
+  // A zero dimension makes the tensor empty, so the largest dimensions need no data.
+  const std::string max = std::to_string(std::numeric_limits<std::size_t>::max());
+  EXPECT_EQ(max, "18446744073709551615");
+  for (const std::string& dim : {max, std::string("18446744073709551614")}) {
+    const Tensor<float> t = parse_npy<float>(npy_bytes(f4_header("(0, " + dim + ")"), {}), "mem");
+    EXPECT_EQ(t.shape[1], std::stoull(dim));
+  }
+  EXPECT_TRUE(rejects([&] { parse_npy<float>(npy_bytes(f4_header("(0, 18446744073709551616)"), {}), "mem"); },
+                      {"mem: shape: expected dimensions below 2^64 (overflow)", "18446744073709551616"}));
+  EXPECT_TRUE(rejects([&] { parse_npy<float>(npy_bytes(f4_header("(0, 18446744073709551620)"), {}), "mem"); },
+                      {"mem: shape: expected dimensions below 2^64 (overflow)"}));
+}
+
+TEST(NpyBounds, ElementCountAndByteCountFitIn64Bits) {
+  const ReadOptions unlimited{.max_bytes = std::numeric_limits<std::uint64_t>::max()};
+  const auto parse = [&](const std::string& shape) {
+    return [&, shape] { parse_npy<float>(npy_bytes(f4_header(shape), {}), "mem", unlimited); };
+  };
+  // Elements: 2^64 - 1 = 3 · 5 · 17 · 257 · 641 · 65537 · 6700417 fits; 2^32 · 2^32 does not.
+  EXPECT_TRUE(rejects(parse("(18446744073709551615, 1)"), {"size in bytes fits in 64 bits"}));
+  EXPECT_TRUE(rejects(parse("(4294967296, 4294967296)"), {"element count fits in 64 bits"}));
+  EXPECT_TRUE(rejects(parse("(4294967296, 4294967295)"), {"size in bytes fits in 64 bits"}));
+  // Bytes of '<f4': 4 · (2^62 − 1) fits (the payload check comes next), 4 · 2^62 does not.
+  EXPECT_TRUE(rejects(parse("(4611686018427387903,)"), {"mem: payload", "18446744073709551612 bytes"}));
+  EXPECT_TRUE(rejects(parse("(4611686018427387902,)"), {"mem: payload"}));
+  EXPECT_TRUE(rejects(parse("(4611686018427387904,)"), {"mem: shape", "size in bytes fits in 64 bits"}));
+}
+
+TEST(NpyBounds, MaxBytesIsInclusiveForStoredAndDecodedData) {
+  const auto file = [](std::size_t n) {
+    return npy_bytes(f4_header("(" + std::to_string(n) + ",)"),
+                     float_bytes(std::vector<float>(n, 1.0f)));
+  };
+  // Stored and decoded as float: 4 bytes per element; max_bytes = 400.
+  EXPECT_EQ(parse_npy<float>(file(100), "mem", {.max_bytes = 400}).data.size(), 100u);
+  EXPECT_EQ(parse_npy<float>(file(99), "mem", {.max_bytes = 400}).data.size(), 99u);
+  EXPECT_TRUE(rejects([&] { parse_npy<float>(file(101), "mem", {.max_bytes = 400}); },
+                      {"mem: shape: expected at most max_bytes = 400", "got 404 bytes"}));
+  // Decoded as double: 8 bytes per element count against the limit.
+  EXPECT_EQ(parse_npy<double>(file(50), "mem", {.max_bytes = 400}).data.size(), 50u);
+  EXPECT_EQ(parse_npy<double>(file(49), "mem", {.max_bytes = 400}).data.size(), 49u);
+  EXPECT_TRUE(rejects([&] { parse_npy<double>(file(51), "mem", {.max_bytes = 400}); },
+                      {"mem: shape: expected at most max_bytes = 400", "got 408 bytes"}));
+}
+
+TEST(NpyBounds, FileSizeUpToMaxBytes) {
+  ScratchDir scratch;
+  const std::string path = scratch.path("four.npy");
+  write_npy(path, Tensor<float>{{4}, {1, 2, 3, 4}});
+  const auto size = std::uint64_t(std::filesystem::file_size(path));
+  EXPECT_EQ(read_npy<float>(path, {.max_bytes = size}).data.size(), 4u);
+  EXPECT_EQ(read_npy<float>(path, {.max_bytes = size + 1}).data.size(), 4u);
+  EXPECT_TRUE(rejects([&] { read_npy<float>(path, {.max_bytes = size - 1}); },
+                      {path, "file size: expected at most max_bytes = " + std::to_string(size - 1),
+                       "got " + std::to_string(size) + " bytes"}));
+  // The mapping itself, directly: the limit is inclusive.
+  EXPECT_EQ(MappedFile(path, size).bytes().size(), size);
+  EXPECT_TRUE(rejects([&] { MappedFile(path, size - 1); }, {path, "file size"}));
+}
+
+TEST(NpyBounds, WriterUsesVersion1WhileTheHeaderLengthFitsIn16Bits) {
+  // The writer pads magic (6) + version (2) + length (2) + dict + '\n' to a multiple of 64, so
+  // version 1.0 holds dicts up to 65536 − 11 bytes (header length 65526 ≤ 65535); one byte more
+  // needs 65600 bytes, a header length above 65535, hence version 2.0. Shapes (0, 1, ..., 1, D)
+  // hold no data; D = 1, 10 or 100 sets the dict size to every byte count in the window.
+  ScratchDir scratch;
+  bool at_limit = false, above_limit = false;
+  for (std::size_t rank = 21822; rank < 21827; ++rank) {
+    for (const std::size_t last : {1, 10, 100}) {
+      std::vector<std::size_t> shape(rank, 1);
+      shape[0] = 0;
+      shape.back() = last;
+      std::string dims;
+      for (std::size_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      const std::size_t dict = ("{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }").size();
+      const std::size_t unpadded = 11 + dict;
+      at_limit = at_limit || unpadded == 65536;
+      above_limit = above_limit || unpadded == 65537;
+      const std::string path = scratch.unique(".npy");
+      write_npy(path, Tensor<float>{shape, {}});
+      const auto bytes = read_bytes(path);
+      SCOPED_TRACE("dict of " + std::to_string(dict) + " bytes");
+      EXPECT_EQ(int(bytes[6]), unpadded <= 65536 ? 1 : 2);
+      EXPECT_EQ(bytes.size() % 64, 0u);  // the (empty) data starts at a multiple of 64
+      EXPECT_EQ(parse_npy<float>(bytes, path).shape, shape);
+    }
+  }
+  EXPECT_TRUE(at_limit);
+  EXPECT_TRUE(above_limit);
 }
 
 }  // namespace

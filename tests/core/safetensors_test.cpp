@@ -240,5 +240,106 @@ TEST(SafetensorsRead, EveryTruncationOfAValidFileIsRejected) {
   }
 }
 
+// Boundaries of every size check, each at the limit (accepted), one below (accepted) and one
+// above (rejected, naming the field); "accepted" for a check means that what follows it runs.
+
+/// The header of one tensor "t".
+std::string one_tensor(const std::string& dtype, const std::string& shape, std::uint64_t begin,
+                       std::uint64_t end) {
+  return "{\"t\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":[" +
+         std::to_string(begin) + "," + std::to_string(end) + "]}}";
+}
+
+TEST(SafetensorsBounds, LengthPrefixNeedsEightBytes) {
+  EXPECT_TRUE(rejects([] { parse_safetensors(std::vector<std::byte>(7), "mem"); },
+                      {"mem: header length", "a 7-byte file"}));
+  // Eight zero bytes: a complete length (0), so the error moves on to the (empty) JSON.
+  EXPECT_TRUE(rejects([] { parse_safetensors(std::vector<std::byte>(8), "mem"); }, {"mem: header: expected valid JSON"}));
+}
+
+TEST(SafetensorsBounds, HeaderLengthUpToTheLimitAndTheBytesLeft) {
+  const auto declaring = [](std::uint64_t length) {
+    std::vector<std::byte> bytes(16);
+    for (std::size_t i = 0; i < 8; ++i) bytes[i] = std::byte((length >> (8 * i)) & 0xFF);
+    return bytes;
+  };
+  const std::string left = "at most 8 (the bytes left in the file)";
+  // The 100 MB limit is checked first: at and below it, a short input fails the next check.
+  for (std::uint64_t length : {kMaxSafetensorsHeaderBytes, kMaxSafetensorsHeaderBytes - 1}) {
+    EXPECT_TRUE(rejects([&] { parse_safetensors(declaring(length), "mem"); }, {"mem: header length", left}));
+  }
+  EXPECT_TRUE(rejects([&] { parse_safetensors(declaring(kMaxSafetensorsHeaderBytes + 1), "mem"); },
+                      {"mem: header length: expected at most 100000000 bytes", "got 100000001"}));
+  // The header may end exactly at the end of the file (no data), not one byte later.
+  const std::string header = "{}      ";
+  auto exact = safetensors_bytes(header, {});
+  EXPECT_TRUE(parse_safetensors(exact, "mem").tensors.empty());
+  exact[0] = std::byte(header.size() + 1);
+  EXPECT_TRUE(rejects([&] { parse_safetensors(exact, "mem"); },
+                      {"mem: header length: expected at most 8 (the bytes left in the file)", "got 9"}));
+  exact[0] = std::byte(header.size() - 1);  // one byte of padding becomes an unclaimed buffer byte
+  EXPECT_TRUE(rejects([&] { parse_safetensors(exact, "mem"); }, {"mem: payload", "1 bytes left over"}));
+}
+
+TEST(SafetensorsBounds, JsonNestingUpToThreeLevels) {
+  // {tensor: {"shape": [...]}} is three levels: accepted. A fourth is rejected before parsing.
+  EXPECT_EQ(parse_safetensors(safetensors_bytes(one_tensor("F32", "[0]", 0, 0), {}), "mem").tensors.size(), 1u);
+  EXPECT_TRUE(rejects([] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[[0]]", 0, 0), {}), "mem"); },
+                      {"mem: header: expected JSON nested at most 3 levels deep"}));
+  // Brackets inside strings do not count.
+  EXPECT_EQ(parse_safetensors(safetensors_bytes("{\"__metadata__\":{\"[[[[\":\"{{{{\"}}", {}), "mem")
+                .metadata.at("[[[["),
+            "{{{{");
+}
+
+TEST(SafetensorsBounds, DataOffsetsWithinTheBufferAndExactlyTheTensorsSize) {
+  const auto buffer = [](std::size_t n) { return std::vector<std::byte>(n, std::byte(0)); };
+  // A 2-element F32 tensor needs exactly 8 bytes; the buffer is 8 bytes long.
+  EXPECT_EQ(parse_safetensors(safetensors_bytes(one_tensor("F32", "[2]", 0, 8), buffer(8)), "mem").tensors.at("t").data.size(), 2u);
+  EXPECT_TRUE(rejects([&] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[2]", 1, 9), buffer(8)), "mem"); },
+                      {"tensor 't': data_offsets: expected end <= 8 (the size of the data buffer)", "[1, 9]"}));
+  EXPECT_TRUE(rejects([&] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[2]", 0, 7), buffer(8)), "mem"); },
+                      {"tensor 't': data_offsets: expected end - begin = 8 bytes", "(7 bytes)"}));
+  EXPECT_TRUE(rejects([&] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[2]", 0, 9), buffer(9)), "mem"); },
+                      {"tensor 't': data_offsets: expected end - begin = 8 bytes", "(9 bytes)"}));
+  // begin = end is an empty tensor; begin = end + 1 is rejected.
+  EXPECT_TRUE(parse_safetensors(safetensors_bytes(one_tensor("F32", "[0]", 0, 0), {}), "mem").tensors.at("t").data.empty());
+  EXPECT_TRUE(rejects([&] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[0]", 1, 0), buffer(1)), "mem"); },
+                      {"tensor 't': data_offsets: expected begin <= end", "[1, 0]"}));
+}
+
+TEST(SafetensorsBounds, DimensionsAndOffsetsUpTo2To64Minus1) {
+  EXPECT_EQ(parse_safetensors(safetensors_bytes(one_tensor("F32", "[0,18446744073709551615]", 0, 0), {}), "mem")
+                .tensors.at("t").shape[1],
+            std::numeric_limits<std::size_t>::max());
+  EXPECT_TRUE(rejects([] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[0,18446744073709551616]", 0, 0), {}), "mem"); },
+                      {"tensor 't': shape: expected an array of non-negative integers"}));
+  // An offset of 2^64 - 1 is a number (then too far), 2^64 is not an integer any more.
+  EXPECT_TRUE(rejects([] { parse_safetensors(safetensors_bytes(one_tensor("F32", "[0]", 18446744073709551615u, 18446744073709551615u), {}), "mem"); },
+                      {"tensor 't': data_offsets: expected end <= 0"}));
+  const std::string huge = "{\"t\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,18446744073709551616]}}";
+  EXPECT_TRUE(rejects([&] { parse_safetensors(safetensors_bytes(huge, {}), "mem"); },
+                      {"tensor 't': data_offsets: expected [begin, end], non-negative integers"}));
+}
+
+TEST(SafetensorsBounds, MaxBytesIsInclusiveForStoredAndDecodedData) {
+  const auto file = [](const std::string& dtype, std::size_t elements, std::size_t size) {
+    return safetensors_bytes(one_tensor(dtype, "[" + std::to_string(elements) + "]", 0, elements * size),
+                             std::vector<std::byte>(elements * size, std::byte(0)));
+  };
+  // F64: 8 stored bytes per element dominate the 4 decoded ones. 50 elements = 400 bytes.
+  for (std::uint64_t limit : {400u, 401u}) {
+    EXPECT_EQ(parse_safetensors(file("F64", 50, 8), "mem", {.max_bytes = limit}).tensors.at("t").data.size(), 50u);
+  }
+  EXPECT_TRUE(rejects([&] { parse_safetensors(file("F64", 50, 8), "mem", {.max_bytes = 399}); },
+                      {"tensor 't': shape: expected at most max_bytes = 399", "got 400 bytes"}));
+  // F16: the 4 decoded bytes per element dominate the 2 stored ones. 100 elements = 400 bytes.
+  for (std::uint64_t limit : {400u, 401u}) {
+    EXPECT_EQ(parse_safetensors(file("F16", 100, 2), "mem", {.max_bytes = limit}).tensors.at("t").data.size(), 100u);
+  }
+  EXPECT_TRUE(rejects([&] { parse_safetensors(file("F16", 100, 2), "mem", {.max_bytes = 399}); },
+                      {"tensor 't': shape: expected at most max_bytes = 399", "got 400 bytes"}));
+}
+
 }  // namespace
 }  // namespace subevict

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <limits>
 
@@ -263,6 +264,42 @@ TEST(WorkloadIoWrite, RefusesToLoseOrCorruptInformation) {
   EXPECT_TRUE(
       rejects([&] { write_workload(scratch.path("no/such/dir/w.safetensors"), Workload(Shape{})); },
               {"output file: expected to be written atomically"}));
+}
+
+// Boundaries of the workload reader's bounds: at the limit and one below accepted, one above
+// rejected naming the file, the tensor and the dimension.
+
+TEST_F(WorkloadFileValidation, DimensionsUpToIntMax) {
+  // Zero-element tensors carry the largest dimensions without data; the error names the first
+  // dimension out of [1, INT_MAX], so a 0 after INT_MAX (or INT_MAX − 1) shows those were accepted.
+  for (const std::size_t accepted : {std::size_t(INT_MAX), std::size_t(INT_MAX) - 1}) {
+    auto tensors = layer_tensors(1, 1, 1, 2, 2);
+    tensors["layers.0.q"] = {{accepted, 1, 0}, {}};
+    EXPECT_TRUE(rejected(tensors, {"tensor 'layers.0.q': shape: expected dimensions between 1 and 2147483647",
+                                   "(dimension 2 is 0)"}));
+  }
+  auto above = layer_tensors(1, 1, 1, 2, 2);
+  above["layers.0.q"] = {{std::size_t(INT_MAX) + 1, 1, 0}, {}};
+  EXPECT_TRUE(rejected(above, {"tensor 'layers.0.q': shape", "(dimension 0 is 2147483648)"}));
+  // Layer numbers: INT_MAX parses (then the numbering has a gap), INT_MAX + 1 does not.
+  auto last_layer = layer_tensors(1, 1, 1, 2, 2);
+  last_layer["layers.2147483647.q"] = {{1}, {1.0f}};
+  EXPECT_TRUE(rejected(last_layer, {"layers numbered contiguously from 0", "some for layer 2147483647"}));
+  auto past_int = layer_tensors(1, 1, 1, 2, 2);
+  past_int["layers.2147483648.q"] = {{1}, {1.0f}};
+  EXPECT_TRUE(rejected(past_int, {"tensor 'layers.2147483648.q'", "layers.{l}.q, layers.{l}.k or"}));
+}
+
+TEST(WorkloadShapeBounds, ElementCountUpTo2To40) {
+  // Shape::validate, which read_workload applies to every file (as "a valid workload shape").
+  constexpr int kTwoTo20 = 1 << 20;
+  EXPECT_NO_THROW((Shape{1, 1, 1, kTwoTo20, kTwoTo20}.validate()));          // 2^40
+  EXPECT_NO_THROW((Shape{1, 1, 1, kTwoTo20 - 1, kTwoTo20 + 1}.validate()));  // 2^40 − 1
+  EXPECT_THROW((Shape{1, 1, 1, kTwoTo20 + 1, kTwoTo20}.validate()), std::invalid_argument);
+  EXPECT_THROW((Shape{2, 1, 1, kTwoTo20, kTwoTo20}.validate()), std::invalid_argument);
+  // 2^16 in each of the four factors is 2^64 elements, which wraps to 0 in 64 bits.
+  EXPECT_THROW((Shape{1 << 16, 1 << 16, 1, 1 << 16, 1 << 16}.validate()), std::invalid_argument);
+  EXPECT_THROW((Shape{INT_MAX, INT_MAX, 1, INT_MAX, INT_MAX}.validate()), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The exact offline optimum of the irreversible process (greedy/offline_optimum.*) against two
 // independent solvers: exhaustive dynamic programming over cache states (greedy/cache_dp.*, the
 // process rules of theory.md §2, n ≤ 12) and the CBC integer program over y_{j,t}
-// (greedy/offline_optimum_ip.*, n ≤ 60); and the decomposition policy ≤ OPT ≤ Σ U_i ≤ n.
+// (greedy/offline_optimum_ip.*, n ≤ 60), including its status when a time or node limit stops CBC
+// early; and the decomposition policy ≤ OPT ≤ Σ U_i ≤ n.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -118,6 +119,42 @@ TEST(OfflineOptimum, FlowEqualsIntegerProgramAtSixtyTokens) {
     ASSERT_EQ(ip.status, ScheduleStatus::kOptimal);
     EXPECT_TRUE(near(flow.value, ip.value, kAgreement)) << flow.value << " vs " << ip.value;
   }
+}
+
+/// What an integer-program run stopped by a limit must satisfy against the flow optimum `opt`:
+/// never kOptimal; kFailed with an empty schedule and a reason, or kFeasible with a feasible
+/// schedule whose recomputed value is ≤ OPT ≤ upper_bound and a message saying it is unproven.
+void check_stopped_ip(const Eigen::MatrixXd& gains, int k, const ScheduleSummary& stopped,
+                      double opt) {
+  const int n = int(gains.rows());
+  EXPECT_NE(stopped.status, ScheduleStatus::kOptimal);
+  EXPECT_FALSE(stopped.message.empty());
+  if (stopped.status == ScheduleStatus::kFailed) {
+    EXPECT_TRUE(stopped.last_step.empty());
+    return;
+  }
+  ASSERT_EQ(stopped.status, ScheduleStatus::kFeasible);
+  EXPECT_TRUE(is_feasible_schedule(stopped.last_step, k));
+  EXPECT_TRUE(near(schedule_value(gains, stopped.last_step), stopped.value, Tol<double>::sum(n * n)));
+  EXPECT_LE(stopped.value, opt + kAgreement);
+  EXPECT_GE(stopped.upper_bound, opt - kAgreement);
+}
+
+TEST(OfflineOptimum, IntegerProgramStoppedByALimitIsFeasibleButNotProven) {
+  const Workload w = tiny_workload("tiny", 60, 7);
+  const Eigen::MatrixXd a = gain_matrix(head_group(w, 0, 0));
+  constexpr int k = 6;
+  const ScheduleSummary flow = offline_optimum(a, k);  // the independent proven optimum
+  check_flow(a, k, flow);
+  ASSERT_EQ(offline_optimum_ip(a, k).status, ScheduleStatus::kOptimal);
+  // The root LP of this program comes out integral, so CBC holds the optimum as its incumbent
+  // right after it; a limit of one microsecond has passed by then on any machine, and CBC stops
+  // before it declares the proof.
+  const ScheduleSummary timed = offline_optimum_ip(a, k, {.time_limit_seconds = 1e-6});
+  EXPECT_EQ(timed.status, ScheduleStatus::kFeasible);
+  check_stopped_ip(a, k, timed, flow.value);
+  // A node limit of 0 stops CBC at the root, whatever the machine's speed.
+  check_stopped_ip(a, k, offline_optimum_ip(a, k, {.max_nodes = 0}), flow.value);
 }
 
 TEST(OfflineOptimum, ValueWeightedAndGqaSummedObjectivesAgree) {

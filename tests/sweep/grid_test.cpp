@@ -7,6 +7,8 @@
 #include <string>
 
 #include "core/input_error.hpp"
+#include "core/tolerance.hpp"
+#include "greedy/head_evaluation.hpp"
 #include "sweep/grid.hpp"
 
 namespace subevict::sweep {
@@ -162,6 +164,105 @@ TEST(Grid, RejectsUnknownNamesAndBadValuesNamingTheKey) {
   expect_rejected("[workload]\npresets = [\"tiny\"]\ntokens = [16]\n[policy]\nnames=[\"local\", \"streamingllm\"]\n"
                   "[budget]\nsizes=[8, 2]\n", {"[policy] names", "k = 2", "streamingllm", "sinks"});
   expect_rejected("[workload\npresets = 1\n", {"grid.toml", "line 1"});
+}
+
+TEST(Grid, PolicyNamesTakeParametersAndJobsCarryTheLabel) {
+  const auto jobs = parse_grid("[workload]\npresets = [\"tiny\"]\ntokens = [16]\n[policy]\nnames = [\"h2o\", "
+                               "\"h2o:recent=0.75,heavy=0.25\", \"streamingllm:sinks=1\"]\n[budget]\nsizes = [4]\n",
+                               "g");
+  std::set<std::string> labels, ids;
+  for (const Job& j : jobs) {
+    labels.insert(j.policy);
+    ids.insert(j.id());
+  }
+  EXPECT_EQ(labels, (std::set<std::string>{"h2o", "h2o:heavy=0.25,recent=0.75", "streamingllm:sinks=1"}));
+  EXPECT_EQ(ids.size(), 3u);
+  // Every labelled job runs: its label parses back to the policy with its parameters.
+  for (const Job& j : jobs) (void)run_job(j);
+  expect_rejected(grid_with("", "", "sizes = [4]").replace(grid_with("", "", "sizes = [4]").find("\"h2o\""), 5,
+                                                           "\"h2o:sink=1\""),
+                  {"[policy] names", "unknown key 'sink'", "heavy, recent"});
+  expect_rejected(grid_with("", "", "sizes = [4]").replace(grid_with("", "", "sizes = [4]").find("\"h2o\""), 5,
+                                                           "\"h2o:heavy=3,recent=3\""),
+                  {"[policy] names", "k = 4", "h2o:heavy=3,recent=3"});
+}
+
+/// A grid of llama3-8b (32 layers, 8 KV heads) at 16 tokens with the given [workload] layers.
+std::string layers_grid(const std::string& layers) {
+  return "[workload]\npresets = [\"llama3-8b\"]\ntokens = [16]\nlayers = " + layers +
+         "\n[policy]\nnames = [\"h2o\"]\n[budget]\nsizes = [4]\n[optimum]\nmodes = [\"none\"]\n";
+}
+
+/// The mean over the KV heads of `layers` of h2o's mean retained mass Σ_i r_i / n on `spec`,
+/// evaluated head by head (the quantity run_job reports as mean_retained_mass).
+double h2o_mean_retained_mass(const WorkloadSpec& spec, const std::vector<int>& layers, int budget) {
+  const Workload w = generate_workload(spec, 1);
+  greedy::HeadEvaluationOptions options;
+  options.budget = budget;
+  options.optimum = greedy::OptimumMode::kNone;
+  double sum = 0;
+  int groups = 0;
+  for (int layer : layers) {
+    for (int kv = 0; kv < w.shape().kv_heads; ++kv) {
+      const greedy::HeadEvaluation e =
+          greedy::evaluate_head(w, layer, kv, {greedy::parse_policy_spec("h2o", "test", "policy", 16)}, options);
+      sum += e.traces.front().total_retained_mass() / e.heads / w.shape().tokens;
+      ++groups;
+    }
+  }
+  return sum / groups;
+}
+
+TEST(Grid, AStringOfLayersIsALayerSetAndAJobRunsExactlyThoseLayers) {
+  const auto jobs = parse_grid(layers_grid("\"1,3\""), "grid.toml");
+  ASSERT_EQ(jobs.size(), 1u);
+  const Job& job = jobs[0];
+  EXPECT_EQ(job.workload.shape.layers, 4);  // layers 0-3 are generated ...
+  EXPECT_EQ(job.layers, (std::vector<int>{1, 3}));  // ... and 1 and 3 are run
+  EXPECT_NE(job.canonical().find(";layers=4;layer_set=1,3;"), std::string::npos) << job.canonical();
+  const JobResult r = run_job(job);
+  EXPECT_EQ(r.groups, 2 * 8);  // two layers x 8 KV heads
+  const double expected = h2o_mean_retained_mass(job.workload, {1, 3}, 4);
+  EXPECT_TRUE(near(r.mean_retained_mass, expected, Tol<double>::sum(16))) << r.mean_retained_mass << " vs " << expected;
+  // The layers matter: the first two layers, or all four, give other means.
+  for (const std::vector<int>& other : {std::vector<int>{0, 1}, std::vector<int>{0, 1, 2, 3}}) {
+    EXPECT_FALSE(near(h2o_mean_retained_mass(job.workload, other, 4), expected, Tol<double>::sum(16)));
+  }
+}
+
+TEST(Grid, AnIntegerOfLayersStaysACountAndPrefixSetsAreTheSameJob) {
+  const auto count = parse_grid(layers_grid("2"), "g");
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].workload.shape.layers, 2);
+  EXPECT_TRUE(count[0].layers.empty());
+  EXPECT_EQ(count[0].canonical().find("layer_set"), std::string::npos);
+  EXPECT_EQ(run_job(count[0]).groups, 2 * 8);
+  // "0-1" is the first two layers, the count 2: one job, one id. "all" is the count 0.
+  const auto mixed = parse_grid(layers_grid("[2, \"0-1\", \"1\", \"all\", 0]"), "g");
+  ASSERT_EQ(mixed.size(), 3u);
+  std::set<std::string> ids;
+  for (const Job& j : mixed) ids.insert(j.id());
+  EXPECT_TRUE(ids.count(count[0].id()));
+  const auto all = parse_grid(layers_grid("0"), "g");
+  EXPECT_EQ(all[0].workload.shape.layers, 32);
+  EXPECT_TRUE(ids.count(all[0].id()));
+  const auto one = parse_grid(layers_grid("\"1\""), "g");
+  EXPECT_EQ(one[0].workload.shape.layers, 2);
+  EXPECT_EQ(one[0].layers, (std::vector<int>{1}));
+  EXPECT_TRUE(ids.count(one[0].id()));
+}
+
+TEST(Grid, RejectsBadLayerSetsNamingTheFileTheKeyAndTheValue) {
+  expect_rejected(layers_grid("\"1,32\""), {"grid.toml", "[workload] layers = \"1,32\"", "layers 0-31", "got 32"});
+  expect_rejected(layers_grid("\"1,3,1\""), {"grid.toml", "[workload] layers = \"1,3,1\"", "1 (listed twice"});
+  expect_rejected(layers_grid("\"3-1\""), {"grid.toml", "[workload] layers = \"3-1\"", "3-1 (reversed)"});
+  expect_rejected(layers_grid("\"\""), {"grid.toml", "[workload] layers", "empty"});
+  expect_rejected(layers_grid("\"-1\""), {"grid.toml", "[workload] layers = \"-1\""});
+  expect_rejected(layers_grid("[1.5]"), {"grid.toml", "[workload] layers", "a layer set"});
+  // The set is read against every preset's layers: 3 is beyond tiny's two.
+  expect_rejected("[workload]\npresets = [\"llama3-8b\", \"tiny\"]\ntokens = [16]\nlayers = \"1,3\"\n[policy]\n"
+                  "names = [\"h2o\"]\n[budget]\nsizes = [4]\n",
+                  {"grid.toml", "[workload] layers = \"1,3\" for preset tiny", "layers 0-1", "got 3"});
 }
 
 TEST(Grid, TheH2oExampleSpansTheH2oBudgetsAndPolicies) {

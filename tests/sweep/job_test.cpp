@@ -39,16 +39,29 @@ TEST(Job, IdIsTheHashOfAStableCanonicalString) {
       "rope_base=10000;temperature=1;value_std=1;policy=h2o;budget=ratio:0.25;optimum=flow";
   EXPECT_EQ(job.canonical(), expected);
   EXPECT_EQ(job.id(), fnv1a_hex(expected));
+  EXPECT_EQ(job.id(), "840422f0179b47b8");  // ids of jobs without a layer set stay what they were
   job.horizon = 3;  // only lookahead reads the horizon, so only its id carries it
   EXPECT_EQ(job.id(), fnv1a_hex(expected));
   job.policy = "lookahead";
   EXPECT_NE(job.canonical().find(";horizon=3;"), std::string::npos);
 }
 
+TEST(Job, ALayerSetEntersTheCanonicalStringAfterTheLayerCount) {
+  Job job = tiny_job("h2o", BudgetKind::kRatio, 0.25, greedy::OptimumMode::kFlow);
+  EXPECT_EQ(job.run_layers(), (std::vector<int>{0, 1}));  // no set: every generated layer
+  const std::string without = job.canonical();
+  job.workload.shape.layers = 6;
+  job.layers = {1, 3, 4, 5};
+  EXPECT_EQ(job.run_layers(), job.layers);
+  std::string expected = without;
+  expected.replace(expected.find(";layers=2;"), 10, ";layers=6;layer_set=1,3-5;");
+  EXPECT_EQ(job.canonical(), expected);
+}
+
 RC_GTEST_PROP(Job, EveryParameterChangesTheId, ()) {
   const Job base = tiny_job("h2o", BudgetKind::kRatio, 0.25, greedy::OptimumMode::kFlow);
   Job other = base;
-  switch (*rc::gen::inRange(0, 9)) {
+  switch (*rc::gen::inRange(0, 10)) {
     case 0: other.workload.seed = *rc::gen::suchThat(rc::gen::arbitrary<std::uint64_t>(), [](auto s) { return s != 7; }); break;
     case 1: other.workload.shape.tokens += *rc::gen::inRange(1, 100); break;
     case 2: other.workload.shape.layers = 1; break;
@@ -57,6 +70,7 @@ RC_GTEST_PROP(Job, EveryParameterChangesTheId, ()) {
     case 5: other.policy = *rc::gen::suchThat(rc::gen::elementOf(greedy::policy_names()), [](const std::string& p) { return p != "h2o"; }); break;
     case 6: other.budget_kind = BudgetKind::kSize; break;
     case 7: other.budget_value = *rc::gen::suchThat(rc::gen::inRange(1, 100), [](int v) { return v != 25; }) / 100.0; break;
+    case 8: other.layers = {*rc::gen::inRange(0, 2)}; break;  // one layer of the two
     default: other.optimum = *rc::gen::element(greedy::OptimumMode::kNone, greedy::OptimumMode::kOracle); break;
   }
   RC_ASSERT(other.id() != base.id());

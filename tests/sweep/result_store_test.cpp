@@ -1,10 +1,12 @@
 // Tests sweep/result_store.hpp: insert, reopen and skip (resume), merge, bit-exact round trips.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "core/input_error.hpp"
 #include "sweep/result_store.hpp"
@@ -119,6 +121,96 @@ TEST_F(ResultStoreTest, RejectsFilesThatAreNotStoresNamingThem) {
   EXPECT_THROW(ResultStore(path("missing.sqlite"), true), InputError);
   ResultStore store(path("ok.sqlite"));
   EXPECT_THROW((void)store.merge(path("junk.sqlite")), InputError);
+}
+
+/// Runs `sql` on the database at `path` directly (to store values ResultStore::insert never writes).
+void execute(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+  EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "") << " in: " << sql;
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+TEST_F(ResultStoreTest, ReadsIntegerColumnsAtTheirLimitsAndRejectsValuesOutside) {
+  const std::string int_max = std::to_string(std::numeric_limits<int>::max());
+  const std::string beyond = std::to_string(std::int64_t(std::numeric_limits<int>::max()) + 1);
+  // (assignments, accepted, needles of the error). row(0) has tokens 16, groups 2, budget_size 4.
+  struct Case {
+    std::string set;
+    bool accepted;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {"tokens = " + int_max + ", budget_size = " + int_max, true, {}},
+      {"tokens = " + beyond, false, {"column tokens", "an integer in [1, " + int_max + "]", "got " + beyond}},
+      {"tokens = 1, budget_size = 1", true, {}},
+      {"tokens = 0", false, {"column tokens", "[1, ", "got 0"}},
+      {"tokens = -1", false, {"column tokens", "got -1"}},
+      {"tokens = 4294967312", false, {"column tokens", "got 4294967312"}},  // 2^32 + 16: int would read 16
+      {"tokens = 16.5", false, {"column tokens", "the non-integer '16.5'"}},
+      {"layers = " + int_max, true, {}},
+      {"layers = 1", true, {}},
+      {"layers = " + beyond, false, {"column layers", "an integer in [1, " + int_max + "]", "got " + beyond}},
+      {"layers = 0", false, {"column layers", "got 0"}},
+      {"layers = 'x'", false, {"column layers", "the non-integer 'x'"}},
+      {"groups = " + int_max, true, {}},
+      {"groups = 1, uncompressed_groups = 1", true, {}},
+      {"groups = " + beyond, false, {"column groups", "an integer in [1, " + int_max + "]", "got " + beyond}},
+      {"groups = 0", false, {"column groups", "got 0"}},
+      {"groups = -2147483648", false, {"column groups", "got -2147483648"}},
+      {"budget_size = 16", true, {}},
+      {"budget_size = 1", true, {}},
+      {"budget_size = 17", false, {"column budget_size", "an integer in [1, 16] (budget_size <= tokens)", "got 17"}},
+      {"budget_size = " + beyond, false, {"column budget_size", "got " + beyond}},
+      {"budget_size = 0", false, {"column budget_size", "got 0"}},
+      {"uncompressed_groups = 2", true, {}},
+      {"uncompressed_groups = 0", true, {}},
+      {"uncompressed_groups = 3", false, {"column uncompressed_groups", "[0, 2] (uncompressed_groups <= groups)", "got 3"}},
+      {"uncompressed_groups = -1", false, {"column uncompressed_groups", "got -1"}},
+      {"uncompressed_groups = " + beyond, false, {"column uncompressed_groups", "got " + beyond}},
+  };
+  const ResultRow original = row(0);
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.set);
+    const std::string file = path("limits-" + std::to_string(n++) + ".sqlite");
+    ResultStore(file).insert(original);
+    execute(file, "UPDATE results SET " + c.set);
+    ResultStore store(file, true);
+    if (c.accepted) {
+      std::vector<ResultRow> back;
+      ASSERT_NO_THROW(back = store.rows());
+      ASSERT_EQ(back.size(), 1u);
+      // What SQLite itself stores, read independently of ResultStore, arrived unchanged.
+      const ResultRow& r = back[0];
+      sqlite3* db = nullptr;
+      ASSERT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+      sqlite3_stmt* st = nullptr;
+      ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT tokens, layers, groups, budget_size, uncompressed_groups FROM results",
+                                   -1, &st, nullptr),
+                SQLITE_OK);
+      ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+      EXPECT_EQ(r.tokens, sqlite3_column_int64(st, 0));
+      EXPECT_EQ(r.layers, sqlite3_column_int64(st, 1));
+      EXPECT_EQ(r.result.groups, sqlite3_column_int64(st, 2));
+      EXPECT_EQ(r.result.budget_size, sqlite3_column_int64(st, 3));
+      EXPECT_EQ(r.result.uncompressed_groups, sqlite3_column_int64(st, 4));
+      sqlite3_finalize(st);
+      sqlite3_close(db);
+      continue;
+    }
+    try {
+      (void)store.rows();
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(file + ": row '" + original.id + "' ", 0), 0u) << what;  // the file, then the row
+      for (const std::string& needle : c.needles) EXPECT_NE(what.find(needle), std::string::npos) << what;
+    }
+  }
 }
 
 }  // namespace

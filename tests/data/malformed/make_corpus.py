@@ -211,7 +211,7 @@ CASES = [
      "tensor 'a': values: expected finite values"),
     ("st_inf_f16.safetensors", st({"a": entry(dtype="F16", offsets=(0, 4))}, b"\x00\x7c\x00\x3c"),
      "tensor 'a': values: expected finite values (NaN and Inf are rejected unless "
-     "allow_nonfinite is set), got +Inf at element 0"),
+     "allowed: --allow-nonfinite), got +Inf at element 0"),
     ("st_nan_bf16.safetensors",
      st({"a": entry(dtype="BF16", shape=(3,), offsets=(0, 6))}, b"\x80\x3f\x00\x40\xc0\x7f"),
      "got NaN at element 2"),
