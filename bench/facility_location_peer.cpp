@@ -10,8 +10,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "greedy/facility_location.hpp"
-#include "greedy/lazy_greedy.hpp"
+#include "greedy/functions/facility_location.hpp"
+#include "greedy/optimizers/lazy_greedy.hpp"
 
 int main(int argc, char** argv) {
   using namespace subevict::greedy;

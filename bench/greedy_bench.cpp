@@ -9,11 +9,11 @@
 #include <map>
 #include <random>
 
-#include "greedy/concave_over_modular.hpp"
-#include "greedy/facility_location.hpp"
-#include "greedy/lazy_greedy.hpp"
-#include "greedy/naive_greedy.hpp"
-#include "greedy/stochastic_greedy.hpp"
+#include "greedy/functions/concave_over_modular.hpp"
+#include "greedy/functions/facility_location.hpp"
+#include "greedy/optimizers/lazy_greedy.hpp"
+#include "greedy/optimizers/naive_greedy.hpp"
+#include "greedy/optimizers/stochastic_greedy.hpp"
 
 namespace subevict::greedy {
 namespace {

@@ -1,4 +1,4 @@
-// The exact offline optimum of the irreversible eviction process (greedy/offline_optimum.hpp):
+// The exact offline optimum of the irreversible eviction process (greedy/eviction/optimum/offline_optimum.hpp):
 // LEMON network simplex on one LLM-like head (llama2-7b shape, layer 0, head 0, seed 1) at budget
 // k = n / 5, over n = 128 .. 4096. Counters: arcs of the network, the optimum, the certified gap
 // (upper bound - value), and the per-step reversible bound sum U_i.
@@ -19,8 +19,8 @@
 #include "core/attention.hpp"
 #include "core/generator.hpp"
 #include "core/npy.hpp"
-#include "greedy/offline_optimum.hpp"
-#include "greedy/step_oracle.hpp"
+#include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/step_oracle.hpp"
 
 namespace subevict {
 namespace {

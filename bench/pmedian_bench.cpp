@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "greedy/branch_and_bound.hpp"
-#include "greedy/facility_location_bound.hpp"
-#include "greedy/integer_program.hpp"
-#include "greedy/lazy_greedy.hpp"
-#include "greedy/pmedian.hpp"
+#include "greedy/exact/branch_and_bound.hpp"
+#include "greedy/exact/facility_location_bound.hpp"
+#include "greedy/exact/integer_program.hpp"
+#include "greedy/optimizers/lazy_greedy.hpp"
+#include "greedy/functions/pmedian.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "core/generator.hpp"
-#include "greedy/policy_registry.hpp"
-#include "greedy/simulator.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 
 namespace subevict::greedy {
 namespace {

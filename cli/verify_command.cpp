@@ -17,7 +17,7 @@
 #include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "core/workload_stats.hpp"
-#include "greedy/policy_spec.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
 #include "proofs_checks/format.hpp"
 #include "proofs_checks/offline_gap.hpp"
 #include "proofs_checks/registry.hpp"
@@ -47,7 +47,7 @@ struct VerifyArgs {
   double budget_ratio = 0.2;
   std::string preset = "llama2-7b";
   std::string layers;  // a layer set (core/index_set.hpp); empty: every layer of a file, layer 0 of a preset
-  std::vector<std::string> policies;  // each a policy LIST (greedy/policy_spec.hpp)
+  std::vector<std::string> policies;  // each a policy LIST (greedy/eviction/policies/policy_spec.hpp)
 };
 
 /// Which options were given on the command line (they override the config file).

@@ -1,5 +1,5 @@
 # subevict_module(NAME SOURCES ... [DEPENDS ...]): one library target per module, exported as
-# subevict::NAME, headers installed under include/subevict/NAME/. A module without sources is an
+# subevict::NAME, headers installed under include/subevict/NAME/ with their sub-folders. A module without sources is an
 # INTERFACE placeholder that provides nothing yet.
 include(GNUInstallDirs)
 function(subevict_module name)
@@ -18,8 +18,10 @@ function(subevict_module name)
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
   add_library(subevict::${name} ALIAS ${target})
   install(TARGETS ${target} EXPORT subevictTargets)
-  file(GLOB headers ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)
-  if(headers)
-    install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/subevict/${name})
-  endif()
+  # Headers keep their folders (a module's rooms): include/subevict/NAME/ROOM/X.hpp.
+  file(GLOB_RECURSE headers RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)
+  foreach(header IN LISTS headers)
+    get_filename_component(folder ${header} DIRECTORY)
+    install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/subevict/${name}/${folder})
+  endforeach()
 endfunction()

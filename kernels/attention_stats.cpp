@@ -7,7 +7,7 @@
 #include "core/attention.hpp"
 #include "core/input_error.hpp"
 #include "core/metrics.hpp"
-#include "greedy/step_oracle.hpp"
+#include "greedy/eviction/optimum/step_oracle.hpp"
 #include "kernels/detail/kernel_runner.hpp"
 
 namespace subevict::kernels {

@@ -24,7 +24,7 @@ struct AttentionStatsOptions {
 ///   log_normalizer[i]  L_i = log sum_{j <= i} exp(s_ij)
 ///   column_sum[j]      sum_{i >= j} a_ij (H2O's accumulated attention)
 ///   oracle_mass[i]     U_i = a_ii + the sum of the `budget` largest a_ij over j < i
-///                      (greedy/step_oracle.hpp with W = a^h)
+///                      (greedy/eviction/optimum/step_oracle.hpp with W = a^h)
 /// and per (layer, query head):
 ///   below_tau          #{(i, j) : j <= i, a_ij < tau max_j a_ij} (core/metrics.hpp count_below
 ///                      summed over rows; sparsity = below_tau / (n (n + 1) / 2))

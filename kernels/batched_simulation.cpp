@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/input_error.hpp"
-#include "greedy/policies/policy_support.hpp"
+#include "greedy/eviction/policies/policy_support.hpp"
 #include "kernels/detail/kernel_runner.hpp"
 
 namespace subevict::kernels {

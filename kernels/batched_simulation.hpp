@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The streaming eviction simulation of greedy/simulator.hpp for every (layer, KV head) of a
+/// The streaming eviction simulation of greedy/eviction/evaluation/simulator.hpp for every (layer, KV head) of a
 /// workload at once, for the five policies with a closed-form rule: h2o (heavy + recent), local,
 /// streamingllm, l2norm and tova, with the parameters of greedy::PolicyParams. Pure streaming
 /// (no prefill rule), sum/mean/max group aggregation as greedy::GroupAggregation.
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/workload.hpp"
-#include "greedy/head_group.hpp"
-#include "greedy/policy_registry.hpp"
-#include "greedy/simulator.hpp"
+#include "greedy/eviction/process/head_group.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 #include "kernels/backend.hpp"
 
 namespace subevict::kernels {

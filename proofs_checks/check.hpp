@@ -13,7 +13,7 @@
 #include "core/statistics.hpp"
 #include "core/workload.hpp"
 #include "core/workload_stats.hpp"
-#include "greedy/policy_spec.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
 
 namespace subevict::proofs_checks {
 

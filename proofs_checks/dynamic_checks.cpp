@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/attention.hpp"
-#include "greedy/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
 #include "proofs_checks/dynamic_lemmas.hpp"
 #include "proofs_checks/dynamic_submodularity.hpp"
 #include "proofs_checks/function_check.hpp"

@@ -9,7 +9,7 @@
 
 #include "core/attention.hpp"
 #include "core/tolerance.hpp"
-#include "greedy/random.hpp"
+#include "greedy/optimizers/random.hpp"
 
 namespace subevict::proofs_checks {
 namespace {

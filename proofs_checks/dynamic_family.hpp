@@ -23,15 +23,15 @@
 #include <vector>
 
 #include "core/workload.hpp"
-#include "greedy/concave.hpp"
-#include "greedy/head_group.hpp"
-#include "greedy/simulator.hpp"
+#include "greedy/functions/concave.hpp"
+#include "greedy/eviction/process/head_group.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 #include "proofs_checks/check.hpp"
 
 namespace subevict::proofs_checks {
 
 /// The outer transform h of the family (z ≥ 0 in, a value out). The H2O family uses the concave
-/// non-decreasing transforms of greedy/concave.hpp; checks accept any h so that a test can feed a
+/// non-decreasing transforms of greedy/functions/concave.hpp; checks accept any h so that a test can feed a
 /// convex or decreasing one.
 using Transform = std::function<double(double)>;
 

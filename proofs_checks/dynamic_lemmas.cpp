@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/tolerance.hpp"
-#include "greedy/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
 #include "proofs_checks/format.hpp"
 #include "proofs_checks/function_check.hpp"
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "greedy/simulator.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 #include "proofs_checks/check.hpp"
 #include "proofs_checks/dynamic_family.hpp"
 

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "core/tolerance.hpp"
-#include "greedy/submodularity_violations.hpp"
-#include "greedy/weight_sum_state.hpp"
+#include "greedy/diagnostics/submodularity_violations.hpp"
+#include "greedy/functions/weight_sum_state.hpp"
 #include "proofs_checks/format.hpp"
 
 namespace subevict::proofs_checks {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "greedy/selection.hpp"
-#include "greedy/set_function.hpp"
+#include "greedy/optimizers/selection.hpp"
+#include "greedy/functions/set_function.hpp"
 #include "proofs_checks/check.hpp"
 #include "proofs_checks/dynamic_lemmas.hpp"
 

@@ -6,10 +6,10 @@
 #include <map>
 
 #include "core/tolerance.hpp"
-#include "greedy/cache_schedule.hpp"
-#include "greedy/offline_optimum.hpp"
-#include "greedy/policy_registry.hpp"
-#include "greedy/step_oracle.hpp"
+#include "greedy/eviction/process/cache_schedule.hpp"
+#include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/optimum/step_oracle.hpp"
 #include "proofs_checks/format.hpp"
 
 namespace subevict::proofs_checks {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/workload.hpp"
-#include "greedy/policy_spec.hpp"
-#include "greedy/simulator.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 #include "proofs_checks/check.hpp"
 
 namespace subevict::proofs_checks {
@@ -23,11 +23,11 @@ struct NamedPolicy {
 };
 
 /// The registry policies h2o, local, streamingllm, tova, l2norm and random for budget k
-/// (greedy/policy_registry.hpp defaults, except: streamingllm keeps min(4, k − 1) sinks, and l2norm
+/// (greedy/eviction/policies/policy_registry.hpp defaults, except: streamingllm keeps min(4, k − 1) sinks, and l2norm
 /// compresses every layer, since the decomposition compares policies at one budget).
 [[nodiscard]] std::vector<NamedPolicy> comparison_policies(int budget);
 
-/// The policies of `specs` (greedy/policy_spec.hpp), each named by its label (verify --policy).
+/// The policies of `specs` (greedy/eviction/policies/policy_spec.hpp), each named by its label (verify --policy).
 [[nodiscard]] std::vector<NamedPolicy> spec_policies(const std::vector<greedy::PolicySpec>& specs);
 
 /// Longest prefix of a head h2o.greedy_vs_offline_optimum solves (the flow has O(n²) arcs).

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "core/tolerance.hpp"
-#include "greedy/random.hpp"
+#include "greedy/optimizers/random.hpp"
 #include "proofs_checks/format.hpp"
 
 namespace subevict::proofs_checks {

@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "core/tolerance.hpp"
-#include "greedy/concave_over_modular.hpp"
-#include "greedy/exhaustive.hpp"
-#include "greedy/facility_location.hpp"
-#include "greedy/naive_greedy.hpp"
-#include "greedy/noisy_greedy.hpp"
-#include "greedy/weighted_coverage.hpp"
+#include "greedy/functions/concave_over_modular.hpp"
+#include "greedy/exact/exhaustive.hpp"
+#include "greedy/functions/facility_location.hpp"
+#include "greedy/optimizers/naive_greedy.hpp"
+#include "greedy/optimizers/noisy_greedy.hpp"
+#include "greedy/functions/weighted_coverage.hpp"
 #include "proofs_checks/format.hpp"
 #include "proofs_checks/function_check.hpp"
 

@@ -6,7 +6,7 @@
 ///
 /// Each check is a free function of the instances AND the optimizer under test, so that a test
 /// can feed a deliberately wrong optimizer and see the check fail; the registered checks pass
-/// the library's greedy (greedy/naive_greedy.hpp, greedy/noisy_greedy.hpp).
+/// the library's greedy (greedy/optimizers/naive_greedy.hpp, greedy/optimizers/noisy_greedy.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "greedy/selection.hpp"
-#include "greedy/set_function.hpp"
-#include "greedy/tight_family.hpp"
+#include "greedy/optimizers/selection.hpp"
+#include "greedy/functions/set_function.hpp"
+#include "greedy/diagnostics/tight_family.hpp"
 #include "proofs_checks/check.hpp"
 
 namespace subevict::proofs_checks {
@@ -58,7 +58,7 @@ struct NoisyBoundConstants {
   double noise_factor = 2.0 - 0.36787944117144233;  ///< 2 − 1/e
 };
 
-/// greedy.nwf_bound: on every instance, OPT_k by exhaustive search (greedy/exhaustive.hpp) and
+/// greedy.nwf_bound: on every instance, OPT_k by exhaustive search (greedy/exact/exhaustive.hpp) and
 /// the conclusion f(S) ≥ (1 − (1 − 1/k)^k) OPT_k for S = optimizer(f, k), up to rounding
 /// (Tol<double>::sum(n) · max(1, OPT)). Hypotheses: f.monotone_submodular(), |S| ≤ k. Slack =
 /// f(S) − bound (f re-evaluated from S, not taken from the optimizer). The counterexample is the
@@ -66,7 +66,7 @@ struct NoisyBoundConstants {
 CheckResult check_nwf_bound(const std::vector<GreedyInstance>& instances,
                             const StaticOptimizer& optimizer, const BoundFactor& factor = nwf_factor);
 
-/// greedy.nwf_tightness: for each k, the tied tight family (greedy/tight_family.hpp) with ties
+/// greedy.nwf_tightness: for each k, the tied tight family (greedy/diagnostics/tight_family.hpp) with ties
 /// ordered by `ties` and the tie-free variant with M = k + 1; the conclusion is that the
 /// optimizer's value equals the closed form exactly: (1 − (1 − 1/k)^k) OPT for the tied family,
 /// M (k^{k+1} − k (k−1)^k) + k for the tie-free one (within Tol<double>::kValue relative). With
@@ -91,10 +91,10 @@ CheckResult check_corollary_d18(const std::vector<GreedyInstance>& instances,
                                 std::uint64_t seed, const NoisyOptimizer& optimizer,
                                 const NoisyBoundConstants& constants = {});
 
-/// The library's naive greedy (greedy/naive_greedy.hpp) as a StaticOptimizer.
+/// The library's naive greedy (greedy/optimizers/naive_greedy.hpp) as a StaticOptimizer.
 greedy::Selection library_greedy(const greedy::SetFunction& f, std::size_t k);
 
-/// The library's noisy greedy (greedy/noisy_greedy.hpp) as a NoisyOptimizer.
+/// The library's noisy greedy (greedy/optimizers/noisy_greedy.hpp) as a NoisyOptimizer.
 greedy::Selection library_noisy_greedy(const greedy::SetFunction& f, std::size_t k, double epsilon,
                                        std::uint64_t seed);
 

@@ -16,9 +16,9 @@
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
 #include "core/presets.hpp"
-#include "greedy/head_group.hpp"
-#include "greedy/policy_registry.hpp"
-#include "greedy/policy_spec.hpp"
+#include "greedy/eviction/process/head_group.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
 
 namespace subevict::sweep {
 namespace {
@@ -191,7 +191,7 @@ std::vector<Job> parse_grid(const std::string& text, const std::string& source) 
   if (horizons.size() != 1 || horizons[0] < 1 || horizons[0] > 1 << 20) {
     throw InputError(source, policy.where("horizon"), "one integer >= 1");
   }
-  // Each name is one policy NAME[:KEY=VALUE,...] (greedy/policy_spec.hpp); jobs carry its label.
+  // Each name is one policy NAME[:KEY=VALUE,...] (greedy/eviction/policies/policy_spec.hpp); jobs carry its label.
   std::vector<greedy::PolicySpec> specs;
   for (const auto& n : names) specs.push_back(greedy::parse_policy_spec(n, source, policy.where("names"), int(horizons[0])));
 

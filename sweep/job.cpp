@@ -5,7 +5,7 @@
 
 #include "core/index_set.hpp"
 #include "core/number_text.hpp"
-#include "greedy/simulator.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 
 namespace subevict::sweep {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/generator.hpp"
-#include "greedy/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/head_evaluation.hpp"
 
 namespace subevict::sweep {
 
@@ -33,7 +33,7 @@ struct Job {
   /// the workload. A grid's layer set generates layers 0 up to its last and runs only these; a set
   /// that is every layer from 0 (0-3, all) is stored empty, so it is the same job as the count.
   std::vector<int> layers;
-  std::string policy;        ///< a policy spec's label (greedy/policy_spec.hpp): NAME or NAME:KEY=VALUE,...
+  std::string policy;        ///< a policy spec's label (greedy/eviction/policies/policy_spec.hpp): NAME or NAME:KEY=VALUE,...
   int horizon = 16;          ///< lookahead's window (only in the id when policy is lookahead)
   BudgetKind budget_kind = BudgetKind::kRatio;
   double budget_value = 0.1; ///< the ratio, or the size as a double

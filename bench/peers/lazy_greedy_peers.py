@@ -6,7 +6,7 @@ Gaussian similarity S_ij = exp(-||x_i - x_j||^2 / h) with h the mean squared dis
 as float64 .npy (symmetric, so the row/column convention of each library does not matter).
 Then, interleaved and repeated (the fastest repeat of each program is reported):
 
-  ours:      facility_location_peer S.npy K   (greedy/lazy_greedy.hpp on FacilityLocation)
+  ours:      facility_location_peer S.npy K   (greedy/optimizers/lazy_greedy.hpp on FacilityLocation)
   submodlib: FacilityLocationFunction(n, mode='dense', sijs=S, separate_rep=False)
              .maximize(budget=K, optimizer='LazyGreedy', stopIfZeroGain=False,
                        stopIfNegativeGain=False, verbose=False, show_progress=False)

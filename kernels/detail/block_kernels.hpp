@@ -19,7 +19,7 @@
 /// Statistics: row_pass (register-tiled scores, an online softmax per query row: L_i and the row
 /// maximum), column_pass (the same tiles: column sums, counts below tau), oracle_pass (a few rows
 /// per block sharing staged key tiles: U_i by block_top_k_mass). Simulation: SimulateGroups (one
-/// block per (layer, KV head), greedy/simulator.cpp semantics). SerialBlock runs any of them as
+/// block per (layer, KV head), greedy/eviction/evaluation/simulator.cpp semantics). SerialBlock runs any of them as
 /// plain serial code (the portable backend's simulation and top-k selection).
 
 #include <math.h>  // fmaf, the same name on host and device
@@ -494,7 +494,7 @@ inline std::size_t sim_shared_bytes(int threads, int capacity, int g, bool cache
 }
 
 /// Grid (groups), one block per (layer, KV head) group: the GQA group's query heads in the same
-/// block, greedy/simulator.cpp semantics with prefill 0: push token i, the tracked softmax per
+/// block, greedy/eviction/evaluation/simulator.cpp semantics with prefill 0: push token i, the tracked softmax per
 /// query head over the cache in slot order, the metrics against the exact row, the policy's
 /// choice, swap-with-last removal; block-parallel over cache members and dims. The exact rows
 /// (log_normalizer, exact_output) are inputs. O(n k g d) per group. The portable backend runs it

@@ -75,7 +75,7 @@ SUBEVICT_HD inline std::size_t sim_weight_stride(int capacity, int g) {
 }
 
 /// The group aggregate of member e: sum, mean or max (aggregation 0, 1, 2) of att[h * m + e] over
-/// the g heads, in head order (greedy/policies/policy_support.cpp aggregate).
+/// the g heads, in head order (greedy/eviction/policies/policy_support.cpp aggregate).
 SUBEVICT_HD inline double aggregate_member(const double* att, int m, int g, int e, int aggregation) {
   double value = att[e];
   for (int h = 1; h < g; ++h) {

@@ -1,6 +1,6 @@
 #pragma once
 // Independent naive implementations of the eviction process (theory.md §2) and of every policy of
-// greedy/policy_registry.hpp, for the tests: plain O(n^2)-per-step loops over the full attention
+// greedy/eviction/policies/policy_registry.hpp, for the tests: plain O(n^2)-per-step loops over the full attention
 // matrices from core/attention.hpp causal_attention, sharing no code with greedy/policies/. Each
 // rule is restated here from its documentation; ties go to the lowest token (ascending scans with
 // strict comparisons).
@@ -14,8 +14,8 @@
 #include "core/attention.hpp"
 #include "core/counter_rng.hpp"
 #include "core/metrics.hpp"
-#include "greedy/head_group.hpp"
-#include "greedy/policy_registry.hpp"
+#include "greedy/eviction/process/head_group.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
 
 namespace subevict::greedy::naive {
 

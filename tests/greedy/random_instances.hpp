@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "greedy/budget_additive.hpp"
-#include "greedy/concave_over_modular.hpp"
-#include "greedy/facility_location.hpp"
-#include "greedy/modular.hpp"
-#include "greedy/set_function.hpp"
-#include "greedy/weighted_coverage.hpp"
+#include "greedy/functions/budget_additive.hpp"
+#include "greedy/functions/concave_over_modular.hpp"
+#include "greedy/functions/facility_location.hpp"
+#include "greedy/functions/modular.hpp"
+#include "greedy/functions/set_function.hpp"
+#include "greedy/functions/weighted_coverage.hpp"
 
 namespace subevict::greedy::testing {
 

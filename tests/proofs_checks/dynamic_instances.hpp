@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/generator.hpp"
-#include "greedy/eviction_policy.hpp"
+#include "greedy/eviction/policies/eviction_policy.hpp"
 #include "proofs_checks/dynamic_family.hpp"
 
 namespace subevict::proofs_checks::testing {

@@ -9,9 +9,9 @@
 #include <numeric>
 
 #include "core/tolerance.hpp"
-#include "greedy/concave_over_modular.hpp"
-#include "greedy/exhaustive.hpp"
-#include "greedy/weighted_coverage.hpp"
+#include "greedy/functions/concave_over_modular.hpp"
+#include "greedy/exact/exhaustive.hpp"
+#include "greedy/functions/weighted_coverage.hpp"
 #include "proofs_checks/static_greedy_checks.hpp"
 
 namespace subevict::proofs_checks {

@@ -8,7 +8,7 @@
 
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
-#include "greedy/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/head_evaluation.hpp"
 #include "sweep/grid.hpp"
 
 namespace subevict::sweep {

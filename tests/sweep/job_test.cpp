@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/tolerance.hpp"
-#include "greedy/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
 #include "sweep/job.hpp"
 
 namespace subevict::sweep {

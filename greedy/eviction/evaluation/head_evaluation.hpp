@@ -1,0 +1,85 @@
+#pragma once
+/// \file
+/// One (layer, KV head, budget) evaluation: every named policy's simulation, the exact offline
+/// optimum (min-cost flow) and the per-step oracle Σ_i U_i (theory.md §§2, 5). The unit of work
+/// shared by `subevict simulate` (one workload, many heads and budgets) and `subevict sweep`
+/// (one job per grid cell).
+///
+/// Budgets as users write them: a value in (0, 1) is a ratio of the sequence length n
+/// (k = max(1, round(ratio n))); a value ≥ 1 must be an integer and is an absolute size.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/workload.hpp"
+#include "greedy/eviction/process/cache_schedule.hpp"
+#include "greedy/eviction/policies/eviction_policy.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
+#include "greedy/eviction/optimum/step_oracle.hpp"
+
+namespace subevict::greedy {
+
+/// What to compute beside the policies: nothing, the oracle Σ_i U_i only, or the oracle and the
+/// offline optimum OPT_irreversible.
+enum class OptimumMode { kNone, kOracle, kFlow };
+
+/// "none" / "oracle" / "flow"; parse throws InputError(source, "optimum", ...) for other names.
+[[nodiscard]] std::string to_string(OptimumMode mode);
+[[nodiscard]] OptimumMode parse_optimum_mode(const std::string& name, const std::string& source);
+
+/// What budget_from_value accepts, in words (for error messages).
+inline constexpr const char* kBudgetExpectation =
+    "a ratio in (0, 1) of the sequence length or an integer size in [1, 2147483647]";
+
+/// A user budget value: a ratio in (0, 1) or an integer in [1, INT_MAX]. Throws
+/// InputError(source, "budget", kBudgetExpectation, value) for anything else (≤ 0, non-finite, a
+/// non-integer ≥ 1, an integer too large for a cache size).
+[[nodiscard]] Budget budget_from_value(double value, const std::string& source);
+
+/// A policy by command-line name: the registry's names (policy_registry.hpp) or "lookahead" with
+/// window `horizon`. Throws InputError for an unknown name or a horizon < 1.
+[[nodiscard]] std::unique_ptr<EvictionPolicy> make_named_policy(const std::string& name, int horizon);
+
+struct HeadEvaluationOptions {
+  int budget = 1;                         ///< k (absolute, ≥ 1)
+  std::uint64_t seed = 0;                 ///< seed of randomized policies
+  int horizon = 16;                       ///< window of the lookahead policy
+  OptimumMode optimum = OptimumMode::kFlow;
+};
+
+/// The evaluation of one (layer, KV head) at one budget. Masses in `traces` are sums over the g
+/// query heads (Trace::total_retained_mass); `optimum.value` and `oracle.total` are on the group's
+/// summed attention, i.e. on the same scale.
+struct HeadEvaluation {
+  int layer = 0, kv_head = 0, heads = 1, tokens = 0, budget = 0;
+  std::vector<Trace> traces;  ///< one per policy, in the order given
+  bool has_optimum = false;   ///< optimum holds OPT (flow mode and the solver proved optimality)
+  bool has_oracle = false;    ///< oracle holds Σ_i U_i (oracle or flow mode)
+  ScheduleSummary optimum;
+  StepOracle oracle;
+};
+
+/// Simulates every policy of `policies` on (layer, kv_head) of `workload` with budget k, then the
+/// oracle and the optimum as `options.optimum` asks. Throws as make_named_policy, simulate,
+/// step_oracle and offline_optimum do. Cost: one simulation per policy plus O(n²) memory and a
+/// network simplex for the optimum (bench/results/greedy_offline_optimum.md).
+[[nodiscard]] HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
+                                           const std::vector<std::string>& policies,
+                                           const HeadEvaluationOptions& options);
+
+/// evaluate_head with parameterized policies (policy_spec.hpp); `options.horizon` is unused (each
+/// spec carries its own) and each trace's `policy` is its spec's label().
+[[nodiscard]] HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
+                                           const std::vector<PolicySpec>& policies,
+                                           const HeadEvaluationOptions& options);
+
+/// Mean over the steps of a trace's output relative error (0 for an empty trace).
+[[nodiscard]] double mean_output_error(const Trace& trace);
+
+/// Mean over the steps of a trace's total variation 1 − r_i (0 for an empty trace).
+[[nodiscard]] double mean_total_variation(const Trace& trace);
+
+}  // namespace subevict::greedy

@@ -1,0 +1,316 @@
+#include "greedy/eviction/evaluation/simulator.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "core/attention.hpp"
+#include "core/input_error.hpp"
+#include "greedy/eviction/policies/policy_support.hpp"
+
+namespace subevict::greedy {
+
+namespace {
+
+using RowMatrixd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// The exact rows of one query head: log Σ_{j≤i} exp(s_ij) and o_i = Σ_j a_ij v_j for every i.
+struct ExactRows {
+  std::vector<double> log_normalizer;
+  RowMatrixd output;  // n x d
+};
+
+/// Blocked GEMMs through core's exact attention. The normalizer is recovered from the row's
+/// largest probability p* = a_ij* ≥ 1/(i+1): L_i = s_ij* − log p*, accurate to a few ulps because
+/// p* cannot underflow.
+ExactRows exact_rows(const ConstHeadMap& q, const ConstHeadMap& k, const RowMatrixd& values,
+                     double scale) {
+  constexpr int kBlockRows = 128;
+  const int n = int(k.rows());
+  ExactRows rows{std::vector<double>(std::size_t(n)), RowMatrixd(n, k.cols())};
+  for_each_attention_block(q, k, scale, kBlockRows, [&](int first, const Eigen::MatrixXd& probs) {
+    const int count = int(probs.rows()), cols = first + count;
+    rows.output.middleRows(first, count).noalias() = probs.leftCols(cols) * values.topRows(cols);
+    for (int r = 0; r < count; ++r) {
+      const int i = first + r;
+      Eigen::Index j = 0;
+      const double p = probs.row(r).head(i + 1).maxCoeff(&j);
+      const double s = scale * q.row(i).cast<double>().dot(k.row(j).cast<double>());
+      rows.log_normalizer[std::size_t(i)] = s - std::log(p);
+    }
+  });
+  return rows;
+}
+
+[[noreturn]] void contract_error(const EvictionPolicy& policy, int step, const std::string& what) {
+  throw std::logic_error("eviction policy " + policy.name() + " at step " + std::to_string(step) + ": " + what);
+}
+
+/// The cache G_i as dense arrays: entries 0..size−1 hold tokens, their keys (scaled queries' dot
+/// partners) and values in double; removal moves the last entry into the hole.
+struct DenseCache {
+  std::vector<Token> tokens;
+  RowMatrixd keys, values;
+  int size = 0;
+
+  DenseCache(int capacity, int d) : tokens(std::size_t(capacity)), keys(capacity, d), values(capacity, d) {}
+  void push(const HeadGroup& in, Token t) {
+    tokens[std::size_t(size)] = t;
+    keys.row(size) = in.k.row(t).cast<double>();
+    values.row(size) = in.v.row(t).cast<double>();
+    ++size;
+  }
+  /// Removes token t; returns false when t is not an entry.
+  bool remove(Token t) {
+    const auto end = tokens.begin() + size;
+    const auto it = std::find(tokens.begin(), end, t);
+    if (it == end) return false;
+    const int e = int(it - tokens.begin()), last = size - 1;
+    if (e != last) {
+      tokens[std::size_t(e)] = tokens[std::size_t(last)];
+      keys.row(e) = keys.row(last);
+      values.row(e) = values.row(last);
+    }
+    --size;
+    return true;
+  }
+  [[nodiscard]] std::vector<Token> sorted() const {
+    std::vector<Token> s(tokens.begin(), tokens.begin() + size);
+    std::sort(s.begin(), s.end());
+    return s;
+  }
+};
+
+}  // namespace
+
+int Budget::resolve(int tokens, int prefill) const {
+  if (kind == Kind::kAbsolute) {
+    if (!(value >= 1.0 && value == std::floor(value) && value <= 2147483647.0)) {
+      throw InputError("budget", "absolute size", "an integer >= 1", std::to_string(value));
+    }
+    return std::min(int(value), std::max(tokens, 1));
+  }
+  if (!(value > 0.0 && value <= 1.0)) {
+    throw InputError("budget", "ratio", "a ratio in (0, 1]", std::to_string(value));
+  }
+  if (kind == Kind::kRatioOfPrompt && prefill <= 0) {
+    throw InputError("budget", "ratio of the prompt", "a prefill length > 0", std::to_string(prefill));
+  }
+  const int base = kind == Kind::kRatioOfPrompt ? prefill : tokens;
+  return std::clamp(int(std::lround(value * double(base))), 1, std::max(tokens, 1));
+}
+
+double Trace::total_retained_mass() const {
+  const int start = prefill > budget ? prefill : 0;
+  double total = 0.0;
+  for (std::size_t e = std::size_t(start) * std::size_t(heads); e < head_retained_mass.size(); ++e) {
+    total += head_retained_mass[e];
+  }
+  return total;
+}
+
+std::vector<int> Trace::last_step() const {
+  std::vector<int> last(std::size_t(tokens), tokens - 1);
+  for (Token t : prefill_evicted) last[std::size_t(t)] = prefill - 2;
+  for (const StepRecord& record : steps) {
+    if (record.evicted != kNoEviction) last[std::size_t(record.evicted)] = record.step - 1;
+  }
+  return last;
+}
+
+Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationOptions& options) {
+  input.validate();
+  const int n = input.tokens(), d = input.head_dim(), g = input.group_size();
+  if (options.budget < 1) throw std::invalid_argument("simulate: budget must be >= 1");
+  if (options.prefill < 0 || options.prefill > n) throw std::invalid_argument("simulate: prefill must be in [0, n]");
+
+  PolicyContext context{&input, n, options.budget, options.prefill, options.aggregation, options.seed};
+  policy.reset(context);
+  const int k = policy.compresses() ? context.budget : n;
+  const bool prefill = options.prefill > k;
+  const int start = prefill ? options.prefill : 0;
+
+  Trace trace;
+  trace.policy = policy.name();
+  trace.oracle = policy.is_oracle();
+  trace.layer = input.layer;
+  trace.kv_head = input.kv_head;
+  trace.tokens = n;
+  trace.heads = g;
+  trace.budget = k;
+  trace.prefill = options.prefill;
+  trace.steps.resize(std::size_t(n));
+  const bool metrics = options.compute_metrics;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (metrics) {
+    trace.head_retained_mass.assign(std::size_t(n) * g, 1.0);
+    trace.head_output_error.assign(std::size_t(n) * g, 0.0);
+  }
+  if (options.record_cache) trace.cache.resize(std::size_t(n));
+
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  std::vector<ExactRows> exact;
+  if (metrics) {
+    const RowMatrixd values = input.v.cast<double>();
+    for (const ConstHeadMap& q : input.q) exact.push_back(exact_rows(q, input.k, values, input.scale));
+  }
+
+  const int capacity = std::min(k, n) + 1;  // |G_i| ≤ min(k + 1, i + 1)
+  DenseCache cache(capacity, d);
+  const auto t1 = Clock::now();
+  trace.precompute_seconds = std::chrono::duration<double>(t1 - t0).count();
+  bool evicted_any = false;
+  // Prefill steps attend over the whole prefix (r = 1, error 0); then the prefill rule compresses.
+  for (int i = 0; i < start; ++i) {
+    trace.steps[std::size_t(i)] = {i, metrics ? 1.0 : nan, metrics ? 0.0 : nan, metrics ? 0.0 : nan, kNoEviction};
+    if (options.record_cache) {
+      trace.cache[std::size_t(i)].resize(std::size_t(i + 1));
+      std::iota(trace.cache[std::size_t(i)].begin(), trace.cache[std::size_t(i)].end(), 0);
+    }
+  }
+  if (prefill) {
+    const std::vector<Token> kept = policy.prefill();
+    if (int(kept.size()) > k || !std::is_sorted(kept.begin(), kept.end()) ||
+        std::adjacent_find(kept.begin(), kept.end()) != kept.end() ||
+        (!kept.empty() && (kept.front() < 0 || kept.back() >= options.prefill))) {
+      contract_error(policy, options.prefill - 1, "prefill must keep at most k distinct prompt tokens, ascending");
+    }
+    std::size_t next = 0;
+    for (Token t = 0; t < options.prefill; ++t) {
+      if (next < kept.size() && kept[next] == t) {
+        cache.push(input, t);
+        ++next;
+      } else {
+        trace.prefill_evicted.push_back(t);
+      }
+    }
+    evicted_any = !trace.prefill_evicted.empty();
+    if (options.record_cache) trace.cache[std::size_t(start - 1)] = kept;
+  }
+
+  Eigen::MatrixXd queries(d, g), logits(capacity, g), outputs(d, g);
+  std::vector<double> attention(static_cast<std::size_t>(capacity) * g),
+      aggregated(static_cast<std::size_t>(capacity)), group(static_cast<std::size_t>(g)),
+      head_max(static_cast<std::size_t>(g)), head_sum(static_cast<std::size_t>(g));
+
+  for (int i = start; i < n; ++i) {
+    const bool full = cache.size == k;
+    cache.push(input, i);
+    const int m = cache.size;
+    for (int h = 0; h < g; ++h) queries.col(h) = input.scale * input.q[std::size_t(h)].row(i).transpose().cast<double>();
+    logits.topRows(m).noalias() = cache.keys.topRows(m) * queries;
+    for (int h = 0; h < g; ++h) {
+      Eigen::Map<Eigen::ArrayXd> row(attention.data() + std::size_t(h) * m, m);
+      const double top = logits.col(h).head(m).maxCoeff();
+      row = underflow_exp(logits.col(h).head(m).array() - top);
+      const double sum = row.sum();
+      row /= sum;
+      head_max[std::size_t(h)] = top;
+      head_sum[std::size_t(h)] = sum;
+    }
+    std::span<const double> agg(attention.data(), std::size_t(m));
+    if (g > 1) {
+      for (int e = 0; e < m; ++e) {
+        for (int h = 0; h < g; ++h) group[std::size_t(h)] = attention[std::size_t(h) * m + e];
+        aggregated[std::size_t(e)] = policies::aggregate(options.aggregation, group);
+      }
+      agg = std::span<const double>(aggregated.data(), std::size_t(m));
+    }
+
+    StepRecord& record = trace.steps[std::size_t(i)];
+    record.step = i;
+    if (metrics) {
+      double mass = 0.0, error = 0.0;
+      if (evicted_any) {
+        const Eigen::Map<const Eigen::MatrixXd> weights(attention.data(), m, g);
+        outputs.noalias() = cache.values.topRows(m).transpose() * weights;
+      }
+      for (int h = 0; h < g; ++h) {
+        double r = 1.0, err = 0.0;
+        if (evicted_any) {
+          const ExactRows& ex = exact[std::size_t(h)];
+          r = std::min(1.0, std::exp(head_max[std::size_t(h)] - ex.log_normalizer[std::size_t(i)]) *
+                                head_sum[std::size_t(h)]);
+          const double norm = ex.output.row(i).norm();
+          const double diff = (ex.output.row(i).transpose() - outputs.col(h)).norm();
+          err = norm > 0.0 ? diff / norm : diff;
+        }
+        trace.head_retained_mass[std::size_t(i) * g + h] = r;
+        trace.head_output_error[std::size_t(i) * g + h] = err;
+        mass += r;
+        error += err;
+      }
+      record.retained_mass = mass / g;
+      record.total_variation = 1.0 - record.retained_mass;
+      record.output_error = error / g;
+    } else {
+      record.retained_mass = record.total_variation = record.output_error = nan;
+    }
+
+    const StepView view{i, full, std::span<const Token>(cache.tokens.data(), std::size_t(m)), agg,
+                        std::span<const double>(attention.data(), std::size_t(m) * g), g};
+    const Token evicted = policy.step(view);
+    if (!full) {
+      if (evicted != kNoEviction) contract_error(policy, i, "evicted while the cache was not full");
+    } else {
+      if (evicted == kNoEviction || !cache.remove(evicted)) {
+        contract_error(policy, i, "a full step must evict one member of G_i, got " + std::to_string(evicted));
+      }
+      evicted_any = true;
+    }
+    record.evicted = evicted;
+    if (options.record_cache) trace.cache[std::size_t(i)] = cache.sorted();
+  }
+  trace.step_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  return trace;
+}
+
+std::vector<Trace> simulate_workload(const Workload& workload, const PolicyFactory& make_policy,
+                                     const SimulationOptions& options, int threads,
+                                     const std::function<void(int, int)>& progress) {
+  const Shape& shape = workload.shape();
+  const int total = shape.layers * shape.kv_heads;
+  std::vector<Trace> traces(static_cast<std::size_t>(total));
+  std::exception_ptr failure;
+  int done = 0;
+  const int workers = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel num_threads(workers)
+  {
+    std::unique_ptr<EvictionPolicy> policy;
+#pragma omp critical(subevict_simulate_policy)
+    try {
+      policy = make_policy();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+#pragma omp for schedule(dynamic)
+    for (int index = 0; index < total; ++index) {
+      if (!policy) continue;
+      try {
+        const HeadGroup group = head_group(workload, index / shape.kv_heads, index % shape.kv_heads);
+        traces[std::size_t(index)] = simulate(group, *policy, options);
+      } catch (...) {
+#pragma omp critical(subevict_simulate_failure)
+        if (!failure) failure = std::current_exception();
+        continue;
+      }
+#pragma omp critical(subevict_simulate_progress)
+      {
+        ++done;
+        if (progress) progress(done, total);
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return traces;
+}
+
+}  // namespace subevict::greedy

@@ -1,0 +1,77 @@
+#pragma once
+/// \file
+/// Every eviction policy by its stable command-line name, with one parameter struct.
+///
+/// Names (rules in greedy/policies/*.hpp and docs/eviction.md):
+///   h2o              H2O as deployed (real-drop cache): heavy + recent split
+///   h2o-alg1         H2O Algorithm 1: evict the smallest accumulated score
+///   h2o-alg2-linear  H2O Algorithm 2, F(T) = h(Σ_{s∈T} acc_s) with h(z) = z
+///   h2o-alg2-sqrt    ... h(z) = sqrt(z + 1)
+///   h2o-alg2-log     ... h(z) = log(z + 1)
+///   h2o-flexgen      H2O's FlexGen code: heavy-hitter pruning at prefill, argmin per decode step
+///   h2o-oracle       ORACLE: whole-sequence accumulated attention (future queries included)
+///   local            recent window only
+///   streamingllm     attention sinks + recent window
+///   sparse-strided   Sparse Transformer strided pattern as a cache
+///   sparse-fixed     Sparse Transformer fixed pattern as a cache
+///   random           seeded uniform eviction
+///   l2norm           keep the lowest key norms (no attention)
+///   tova             evict the lowest attention from the current query
+///   snapkv           SnapKV observation-window scores (prefill compression)
+///   h2o-noisy        H2O Algorithm 1 with scores perturbed by seeded noise |η| ≤ ε
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "greedy/eviction/policies/eviction_policy.hpp"
+
+namespace subevict::greedy {
+
+/// Pooling of SnapKV's observation scores along the token axis.
+enum class Pooling { kNone, kMax, kAvg };
+
+/// Parameters of all policies; each policy reads only its own (listed per field).
+struct PolicyParams {
+  /// h2o, h2o-oracle: heavy-hitter share of the budget k, a ratio of k: heavy = floor(heavy_ratio
+  /// * k), recent = k − heavy (H2O's 20% = 10% heavy + 10% recent is heavy_ratio 0.5).
+  double heavy_ratio = 0.5;
+  /// h2o, h2o-oracle: absolute heavy size; when ≥ 0 it overrides heavy_ratio (recent = k − heavy
+  /// unless `recent` is also given; heavy + recent must equal k, else reset() throws InputError).
+  int heavy = -1;
+  /// h2o, h2o-oracle: absolute recent size; when ≥ 0 it overrides the split (heavy = k − recent
+  /// unless `heavy` is also given).
+  int recent = -1;
+  /// streamingllm: sink tokens (the first positions), 0 ≤ sinks < k.
+  int sinks = 4;
+  /// sparse-strided, sparse-fixed: the stride / block length l ≥ 1.
+  int stride = 16;
+  /// sparse-strided: the local window (0: the stride l).
+  int window = 0;
+  /// sparse-fixed: summary positions c per block (the last c positions of each block), 1 ≤ c ≤ l.
+  int summary = 1;
+  /// snapkv: the observation window w ≥ 1 (the last w prompt queries).
+  int observation_window = 8;
+  /// snapkv: pooling over the token axis and its kernel (odd, ≥ 1; 1 means no pooling).
+  Pooling pooling = Pooling::kMax;
+  int pooling_kernel = 5;
+  /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]).
+  double epsilon = 0.01;
+  /// l2norm: layers in which nothing is compressed (the paper skips the first two).
+  std::vector<int> skipped_layers = {0, 1};
+};
+
+/// "none" / "max" / "avg"; parse throws InputError (source "pooling") for other names.
+[[nodiscard]] std::string to_string(Pooling pooling);
+[[nodiscard]] Pooling parse_pooling(std::string_view name);
+
+/// The stable names above, in that order.
+[[nodiscard]] std::vector<std::string> policy_names();
+
+/// A new policy by name. Throws InputError (source "policy", listing the accepted names) for an
+/// unknown name, and for parameters out of the ranges above.
+[[nodiscard]] std::unique_ptr<EvictionPolicy> make_policy(std::string_view name,
+                                                          const PolicyParams& params = {});
+
+}  // namespace subevict::greedy

@@ -1,0 +1,103 @@
+#include "greedy/eviction/policies/policy_support.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "core/attention.hpp"
+#include "core/input_error.hpp"
+
+namespace subevict::greedy::policies {
+
+std::vector<Token> keep_after_dropping(int prompt, int keep, const std::function<double(Token)>& key,
+                                       const std::function<bool(Token)>& eligible) {
+  std::vector<Token> order;
+  for (Token t = 0; t < prompt; ++t) {
+    if (eligible(t)) order.push_back(t);
+  }
+  std::vector<double> keys(std::size_t(prompt), 0.0);
+  for (Token t : order) keys[t] = key(t);
+  std::stable_sort(order.begin(), order.end(), [&](Token a, Token b) { return keys[a] < keys[b]; });
+  std::vector<char> dropped(std::size_t(prompt), 0);
+  const int excess = std::max(0, prompt - keep);
+  for (int r = 0; r < std::min(excess, int(order.size())); ++r) dropped[order[r]] = 1;
+  std::vector<Token> kept;
+  for (Token t = 0; t < prompt; ++t) {
+    if (!dropped[t]) kept.push_back(t);
+  }
+  return kept;
+}
+
+double aggregate(GroupAggregation rule, std::span<const double> values) {
+  switch (rule) {
+    case GroupAggregation::kMax:
+      return *std::max_element(values.begin(), values.end());
+    case GroupAggregation::kMean:
+      return std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+    case GroupAggregation::kSum:
+      break;
+  }
+  return std::accumulate(values.begin(), values.end(), 0.0);
+}
+
+std::vector<Eigen::MatrixXd> attention_rows(const HeadGroup& input, int first, int rows) {
+  const int cols = first + rows;
+  const Eigen::MatrixXd keys = input.k.topRows(cols).cast<double>();
+  std::vector<Eigen::MatrixXd> out;
+  out.reserve(input.q.size());
+  for (const ConstHeadMap& q : input.q) {
+    Eigen::MatrixXd scores = input.scale * (q.middleRows(first, rows).cast<double>() * keys.transpose());
+    for (int r = 0; r < rows; ++r) {
+      const int visible = first + r + 1;
+      const Eigen::VectorXd probs = softmax(scores.row(r).head(visible).transpose());
+      scores.row(r).head(visible) = probs.transpose();
+      scores.row(r).tail(cols - visible).setZero();
+    }
+    out.push_back(std::move(scores));
+  }
+  return out;
+}
+
+std::vector<double> accumulated_full_attention(const HeadGroup& input, GroupAggregation rule,
+                                               int first_row, int end_row) {
+  constexpr int kBlockRows = 64;
+  std::vector<double> sums(std::size_t(end_row), 0.0);
+  std::vector<double> weights(input.q.size());
+  for (int first = first_row; first < end_row; first += kBlockRows) {
+    const int rows = std::min(kBlockRows, end_row - first);
+    const std::vector<Eigen::MatrixXd> probs = attention_rows(input, first, rows);
+    for (int r = 0; r < rows; ++r) {
+      for (int j = 0; j <= first + r; ++j) {
+        for (std::size_t h = 0; h < probs.size(); ++h) weights[h] = probs[h](r, j);
+        sums[j] += aggregate(rule, weights);
+      }
+    }
+  }
+  return sums;
+}
+
+HeavyRecent split_budget(int budget, double heavy_ratio, int heavy, int recent, const char* policy) {
+  HeavyRecent split;
+  if (heavy >= 0 && recent >= 0) {
+    split = {heavy, recent};
+  } else if (heavy >= 0) {
+    split = {heavy, budget - heavy};
+  } else if (recent >= 0) {
+    split = {budget - recent, recent};
+  } else {
+    if (!(heavy_ratio >= 0.0 && heavy_ratio <= 1.0)) {
+      throw InputError("policy", std::string(policy) + ": heavy_ratio", "a ratio of the budget in [0, 1]",
+                       std::to_string(heavy_ratio));
+    }
+    split.heavy = int(heavy_ratio * budget);
+    split.recent = budget - split.heavy;
+  }
+  if (split.heavy < 0 || split.recent < 0 || split.heavy + split.recent != budget) {
+    throw InputError("policy", std::string(policy) + ": heavy + recent",
+                     "non-negative sizes summing to the budget " + std::to_string(budget),
+                     std::to_string(split.heavy) + " + " + std::to_string(split.recent));
+  }
+  return split;
+}
+
+}  // namespace subevict::greedy::policies

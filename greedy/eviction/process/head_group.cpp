@@ -1,0 +1,49 @@
+#include "greedy/eviction/process/head_group.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/named_choice.hpp"
+
+namespace subevict::greedy {
+
+std::string to_string(GroupAggregation aggregation) {
+  switch (aggregation) {
+    case GroupAggregation::kMean:
+      return "mean";
+    case GroupAggregation::kMax:
+      return "max";
+    case GroupAggregation::kSum:
+      break;
+  }
+  return "sum";
+}
+
+GroupAggregation parse_group_aggregation(std::string_view name) {
+  return parse_named_choice(
+      name, {GroupAggregation::kSum, GroupAggregation::kMean, GroupAggregation::kMax},
+      [](GroupAggregation a) { return to_string(a); }, "aggregation");
+}
+
+void HeadGroup::validate() const {
+  if (q.empty()) throw std::invalid_argument("HeadGroup: no query heads");
+  if (k.rows() < 1 || k.cols() < 1) throw std::invalid_argument("HeadGroup: K must have at least one token and one dim");
+  const auto same = [&](const ConstHeadMap& m) { return m.rows() == k.rows() && m.cols() == k.cols(); };
+  if (!same(v)) throw std::invalid_argument("HeadGroup: V must have the shape of K");
+  for (const ConstHeadMap& m : q) {
+    if (!same(m)) throw std::invalid_argument("HeadGroup: every Q must have the shape of K");
+  }
+  if (!(std::isfinite(scale) && scale > 0)) throw std::invalid_argument("HeadGroup: scale must be finite and > 0");
+}
+
+HeadGroup head_group(const Workload& workload, int layer, int kv_head) {
+  const Shape& shape = workload.shape();
+  if (kv_head < 0 || kv_head >= shape.kv_heads) throw std::out_of_range("head_group: KV head out of range");
+  std::vector<ConstHeadMap> q;
+  const int g = shape.group_size();
+  for (int h = 0; h < g; ++h) q.push_back(workload.q(layer, kv_head * g + h));
+  return HeadGroup{std::move(q), workload.k(layer, kv_head), workload.v(layer, kv_head),
+                   workload.score_scale(), layer, kv_head};
+}
+
+}  // namespace subevict::greedy
