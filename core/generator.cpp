@@ -44,8 +44,8 @@ void generate_gaussian(const WorkloadSpec& spec, int first, int threads, Workloa
   auto fill = [&](std::vector<float>& data, Stream stream) {
     return [&data, &spec, &s, stream](int layer, int head, int token, std::size_t offset) {
       const std::uint64_t id = stream_id(stream, layer, head);
-      const std::uint64_t first = std::uint64_t(token) * s.head_dim;
-      for (int x = 0; x < s.head_dim; ++x) data[offset + x] = float(normal(spec.seed, id, first + x));
+      const std::uint64_t element = std::uint64_t(token) * s.head_dim;
+      for (int x = 0; x < s.head_dim; ++x) data[offset + x] = float(normal(spec.seed, id, element + x));
     };
   };
   for_each_row(w, first, s.q_heads, threads, fill(w.q_data(), Stream::kQueryContent));
@@ -69,9 +69,9 @@ void generate_llm_like(const WorkloadSpec& spec, int first, int threads, Workloa
   for_each_row(w, first, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
     const double value_std = tables.layers[std::size_t(l)].value_std;
     const std::uint64_t id = stream_id(Stream::kValue, l, h);
-    const std::uint64_t first = std::uint64_t(j) * s.head_dim;
+    const std::uint64_t element = std::uint64_t(j) * s.head_dim;
     for (int x = 0; x < s.head_dim; ++x) {
-      w.v_data()[off + x] = float(value_std * normal(spec.seed, id, first + x));
+      w.v_data()[off + x] = float(value_std * normal(spec.seed, id, element + x));
     }
   });
 }
@@ -193,10 +193,10 @@ Workload prepare_layers(const WorkloadSpec& spec, int layers) {
   w.metadata["generator"] = to_string(spec.kind);
   if (spec.kind == GeneratorKind::kLlmLike) {
     // One "llm.NAME" per parameter with one value in every layer; the others per layer, as JSON.
-    const std::vector<LlmLikeParams> layers =
+    const std::vector<LlmLikeParams> params =
         spec.layer_params.empty() ? std::vector<LlmLikeParams>{spec.llm} : spec.layer_params;
     nlohmann::ordered_json per_layer = nlohmann::ordered_json::object();
-    for (const auto& [name, values] : llm_param_columns(layers)) {
+    for (const auto& [name, values] : llm_param_columns(params)) {
       if (std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) == values.end()) {
         w.metadata[std::string("llm.") + name] = significant_digits(values[0], 17);
       } else {

@@ -289,10 +289,10 @@ std::string gnuplot_script(const Figure& figure) {
   for (std::size_t i = 0; i < f.series.size(); ++i) {
     const Series& s = f.series[i];
     const std::string column = std::to_string(i + 2);
-    const std::string title = " title " + quoted(s.label);
+    const std::string title_clause = " title " + quoted(s.label);
     if (s.mark == Mark::hidden) continue;
     if (s.mark == Mark::threshold) {
-      items.push_back(number(s.y[0]) + " with lines lc rgb '#555555' dt 3 lw 1.5" + title);
+      items.push_back(number(s.y[0]) + " with lines lc rgb '#555555' dt 3 lw 1.5" + title_clause);
       continue;
     }
     bool any = false;
@@ -321,7 +321,7 @@ std::string gnuplot_script(const Figure& figure) {
     // On a log y axis a y <= 0 is not drawn (undefined) rather than an error.
     const std::string y = f.log_y ? "(column(" + column + ") > 0 ? column(" + column + ") : NaN)" : column;
     const std::string using_ = s.mark == Mark::bars ? x + ":" + y + ":(" + number(width * 0.95) + ")" : x + ":" + y;
-    items.push_back(data + " using " + using_ + " with " + with + " " + style + title);
+    items.push_back(data + " using " + using_ + " with " + with + " " + style + title_clause);
   }
   std::ostringstream plot;
   plot << "plot ";
