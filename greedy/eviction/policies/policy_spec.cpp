@@ -48,6 +48,13 @@ std::string number_text(double x) {
 
 std::string int_text(int v) { return std::to_string(v); }
 
+/// A rule whose value is the integer field `field` of PolicyParams.
+KeyRule int_field(const char* key, Kind kind, int minimum, const char* meaning, int PolicyParams::*field) {
+  return {key, kind, minimum, meaning,
+          [field](PolicySpec& s, double v, const std::string&) { s.params.*field = int(v); },
+          [field](const PolicySpec& s) { return int_text(s.params.*field); }};
+}
+
 /// h2o's split: a share or a count of `heavy` or `recent` as the user gave them (finish_split
 /// turns them into PolicyParams).
 struct SplitPart {
@@ -64,36 +71,23 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
        nullptr, nullptr},
   };
   static const std::vector<KeyRule> streaming = {
-      {"sinks", Kind::kCount, 0, "sink tokens (the first positions), 0 <= sinks < k",
-       [](PolicySpec& s, double v, const std::string&) { s.params.sinks = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.sinks); }},
+      int_field("sinks", Kind::kCount, 0, "sink tokens (the first positions), 0 <= sinks < k", &PolicyParams::sinks),
   };
   static const std::vector<KeyRule> strided = {
-      {"stride", Kind::kCount, 1, "the stride l >= 1",
-       [](PolicySpec& s, double v, const std::string&) { s.params.stride = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.stride); }},
-      {"window", Kind::kCount, 0, "the local window (0: the stride)",
-       [](PolicySpec& s, double v, const std::string&) { s.params.window = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.window); }},
+      int_field("stride", Kind::kCount, 1, "the stride l >= 1", &PolicyParams::stride),
+      int_field("window", Kind::kCount, 0, "the local window (0: the stride)", &PolicyParams::window),
   };
   static const std::vector<KeyRule> fixed = {
-      {"stride", Kind::kCount, 1, "the block length l >= 1",
-       [](PolicySpec& s, double v, const std::string&) { s.params.stride = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.stride); }},
-      {"summary", Kind::kCount, 1, "summary positions per block, 1 <= c <= l",
-       [](PolicySpec& s, double v, const std::string&) { s.params.summary = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.summary); }},
+      int_field("stride", Kind::kCount, 1, "the block length l >= 1", &PolicyParams::stride),
+      int_field("summary", Kind::kCount, 1, "summary positions per block, 1 <= c <= l", &PolicyParams::summary),
   };
   static const std::vector<KeyRule> snapkv = {
-      {"window", Kind::kCount, 1, "the observation window w >= 1 (the last w prompt queries)",
-       [](PolicySpec& s, double v, const std::string&) { s.params.observation_window = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.observation_window); }},
+      int_field("window", Kind::kCount, 1, "the observation window w >= 1 (the last w prompt queries)",
+                &PolicyParams::observation_window),
       {"pooling", Kind::kPooling, 0, "pooling of the scores: none, max or avg",
        [](PolicySpec& s, double, const std::string& t) { s.params.pooling = parse_pooling(t); },
        [](const PolicySpec& s) { return to_string(s.params.pooling); }},
-      {"kernel", Kind::kOddCount, 1, "the pooling kernel, odd >= 1",
-       [](PolicySpec& s, double v, const std::string&) { s.params.pooling_kernel = int(v); },
-       [](const PolicySpec& s) { return int_text(s.params.pooling_kernel); }},
+      int_field("kernel", Kind::kOddCount, 1, "the pooling kernel, odd >= 1", &PolicyParams::pooling_kernel),
   };
   static const std::vector<KeyRule> noisy = {
       {"epsilon", Kind::kNumber, 0, "the noise bound >= 0 (|eta| <= epsilon)",
