@@ -7,6 +7,7 @@
 // (k = max(1, round(ratio n))); a value >= 1 must be an integer and is an absolute size.
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -30,12 +31,15 @@
 #include "core/generator.hpp"
 #include "core/index_set.hpp"
 #include "core/input_error.hpp"
+#include "core/npy.hpp"
 #include "core/number_text.hpp"
 #include "core/plot.hpp"
 #include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/recorded_decisions.hpp"
+#include "greedy/eviction/process/schedule_overlap.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/policies/lookahead.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
@@ -73,6 +77,17 @@ struct SimulateArgs {
   bool allow_nonfinite = false;
   bool list_policies = false;
   std::string backend;  // empty: the fastest available
+  std::vector<std::string> decisions;  // recorded schedules (docs/eviction.md "Recorded decisions")
+  bool decisions_to_process = false;
+  bool schedules = false;
+};
+
+/// The recorded schedules of --decisions, evaluated at the main budget only.
+struct RecordedInputs {
+  std::vector<greedy::DecisionsFile> files;
+  std::vector<std::string> labels;  // "recorded:STEM", distinct
+  double budget = 0.0;              // the main budget value
+  greedy::ScheduleAdmission admission = greedy::ScheduleAdmission::kExact;
 };
 
 /// Batched traces of the five batched policies by (policy, budget value), on a non-reference backend.
@@ -81,6 +96,10 @@ using BatchedRuns = std::map<std::pair<std::string, double>, kernels::BatchedSim
 /// One (layer, KV head, budget) cell: every policy's trace, the optimum and the oracle.
 struct Cell : greedy::HeadEvaluation {
   double budget_value = 0.0;  // as given
+  /// Per trace, its overlap with the optimum's schedule (--schedules with the optimum; else empty).
+  std::vector<greedy::ScheduleOverlap> overlaps;
+  /// Recorded traces that --decisions-to-process changed: label -> tokens whose t_j changed.
+  std::map<std::string, int> converted;
 };
 
 std::vector<std::string> split(const std::string& list) {
@@ -124,7 +143,7 @@ std::string csv_field(const std::string& text) {
 /// Runs the cells of the selected heads on `threads` workers (results in a fixed order).
 std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, int>>& heads,
                             const std::vector<double>& budgets, const std::vector<greedy::PolicySpec>& specs,
-                            const SimulateArgs& args, const BatchedRuns& batched) {
+                            const SimulateArgs& args, const BatchedRuns& batched, const RecordedInputs& recorded) {
   const int n = w.shape().tokens;
   std::vector<Cell> cells(heads.size() * budgets.size());
   std::atomic<std::size_t> next{0};
@@ -159,6 +178,23 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
           }
         }
         cell.traces = std::move(ordered);
+        if (cell.budget_value == recorded.budget) {
+          greedy::SimulationOptions sim;
+          sim.budget = options.budget;
+          sim.seed = args.seed;
+          for (std::size_t f = 0; f < recorded.files.size(); ++f) {
+            greedy::RecordedRun run = greedy::simulate_recorded(w, layer, kv, recorded.files[f], recorded.labels[f],
+                                                                sim, recorded.admission);
+            if (run.admitted.converted) cell.converted[recorded.labels[f]] = run.admitted.changed_tokens;
+            cell.traces.push_back(std::move(run.trace));
+          }
+        }
+        if (args.schedules && cell.has_optimum) {
+          const Eigen::MatrixXd gains = greedy::gain_matrix(greedy::head_group(w, layer, kv));
+          for (const Trace& t : cell.traces) {
+            cell.overlaps.push_back(greedy::schedule_overlap(gains, t.last_step(), cell.optimum.last_step));
+          }
+        }
         progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", budget " +
                                 fmt(cell.budget_value) + ")");
       } catch (...) {
@@ -279,12 +315,32 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
     }
     parameters[spec.label()] = {{"name", spec.name}, {"parameters", values}};
   }
+  for (const std::string& file : args.decisions) {
+    names.push_back(greedy::decisions_label(file));
+    parameters[names.back()] = {{"name", "recorded"},
+                                {"file", file},
+                                {"admission", args.decisions_to_process ? "to-process" : "exact"},
+                                {"budget", main_budget}};
+  }
   Outputs out;
   const double tol = 1e-9;
-  std::ostringstream summary, steps;
+  std::ostringstream summary, steps, overlap;
   summary << "layer,kv_head,budget,budget_size,policy,oracle_policy,total_retained_mass,"
-             "mean_retained_mass,mean_output_error,optimum_total,oracle_total,gap_to_optimum\n";
+             "mean_retained_mass,mean_output_error,optimum_total,oracle_total,gap_to_optimum"
+          << (args.schedules ? ",mean_jaccard_to_optimum,mean_policy_only_mass,mean_optimum_only_mass" : "") << "\n";
   steps << "layer,kv_head,budget,step,policy,retained_mass\n";
+  overlap << "layer,kv_head,budget,step,policy,jaccard_to_optimum,policy_only_mass,optimum_only_mass\n";
+  // --schedules: eviction steps per (series, budget) in the decisions-file layout (recorded_decisions.hpp).
+  std::map<std::pair<std::string, double>, greedy::ScheduleArray> schedules;
+  const auto record_schedule = [&](const std::string& series, double budget, int layer, int kv,
+                                   const std::vector<int>& last_step) {
+    auto it = schedules.find({series, budget});
+    if (it == schedules.end()) {
+      it = schedules.emplace(std::pair{series, budget},
+                             greedy::ScheduleArray(w.shape().layers, w.shape().kv_heads, w.shape().tokens)).first;
+    }
+    it->second.set(layer, kv, last_step);
+  };
   nlohmann::json per_head = nlohmann::json::array();
   std::vector<std::string> violations;
   // Aggregates: mean over heads of the mean retained mass, per (policy, budget).
@@ -304,19 +360,43 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
     head["policies"] = nlohmann::json::object();
     const std::string where = "layer " + std::to_string(c.layer) + " KV head " +
                               std::to_string(c.kv_head) + " budget " + fmt(c.budget_value);
-    for (const Trace& t : c.traces) {
+    for (std::size_t ti = 0; ti < c.traces.size(); ++ti) {
+      const Trace& t = c.traces[ti];
       const double total = t.total_retained_mass() / g;
       const double err = greedy::mean_output_error(t);
+      // Overlap with the optimum's cache, in the units of the masses (mean over the group's heads).
+      const greedy::ScheduleOverlap* o = ti < c.overlaps.size() ? &c.overlaps[ti] : nullptr;
       summary << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << c.budget << ','
               << csv_field(t.policy) << ',' << (t.oracle ? 1 : 0) << ',' << fmt(total) << ','
               << fmt(total / n) << ',' << fmt(err) << ',' << (c.has_optimum ? fmt(opt) : "") << ','
-              << (c.has_oracle ? fmt(orc) : "") << ',' << (c.has_optimum ? fmt(opt - total) : "")
-              << '\n';
+              << (c.has_oracle ? fmt(orc) : "") << ',' << (c.has_optimum ? fmt(opt - total) : "");
+      if (args.schedules) {
+        summary << ',' << (o ? fmt(o->mean_jaccard()) : "") << ',' << (o ? fmt(o->mean_only_first_mass() / g) : "")
+                << ',' << (o ? fmt(o->mean_only_second_mass() / g) : "");
+      }
+      summary << '\n';
       head["policies"][t.policy] = {{"total_retained_mass", total},
                                     {"mean_retained_mass", total / n},
                                     {"mean_output_error", err},
                                     {"oracle_policy", t.oracle},
                                     {"compressed", t.budget == c.budget}};
+      if (o) {
+        head["policies"][t.policy]["overlap_with_optimum"] = {
+            {"mean_jaccard", o->mean_jaccard()},
+            {"mean_policy_only_mass", o->mean_only_first_mass() / g},
+            {"mean_optimum_only_mass", o->mean_only_second_mass() / g}};
+      }
+      if (const auto conv = c.converted.find(t.policy); conv != c.converted.end()) {
+        head["policies"][t.policy]["converted_tokens"] = conv->second;
+      }
+      if (args.schedules) record_schedule(t.policy, c.budget_value, c.layer, c.kv_head, t.last_step());
+      if (o && c.budget_value == main_budget) {
+        for (int i = 0; i < c.tokens; ++i) {
+          overlap << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << i << ','
+                  << csv_field(t.policy) << ',' << fmt(o->jaccard[i]) << ',' << fmt(o->only_first_mass[i] / g) << ','
+                  << fmt(o->only_second_mass[i] / g) << '\n';
+        }
+      }
       auto& a = aggregate[{t.policy, c.budget_value}];
       a.first += total / n;
       a.second += 1;
@@ -336,6 +416,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
       auto& a = aggregate[{"OPT", c.budget_value}];
       a.first += opt / n;
       a.second += 1;
+      if (args.schedules) record_schedule("OPT", c.budget_value, c.layer, c.kv_head, c.optimum.last_step);
     }
     if (c.has_oracle) {
       auto& a = aggregate[{"sum_U", c.budget_value}];
@@ -356,6 +437,23 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
   }
   out.files["summary.csv"] = summary.str();
   out.files["steps.csv"] = steps.str();
+  nlohmann::json schedule_files = nlohmann::json::array();
+  if (args.schedules) {
+    if (args.optimum == "flow") out.files["overlap.csv"] = overlap.str();
+    std::set<std::string> used;
+    for (const auto& [key, array] : schedules) {
+      // schedule_<series>_budget_<b>.npy, the series made file-name safe (and unique).
+      std::string safe;
+      for (char ch : key.first) safe += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' ? ch : '_';
+      std::string name = "schedule_" + safe + "_budget_" + fmt(key.second) + ".npy";
+      for (int copy = 2; used.count(name); ++copy) {
+        name = "schedule_" + safe + "_" + std::to_string(copy) + "_budget_" + fmt(key.second) + ".npy";
+      }
+      used.insert(name);
+      out.files[name] = npy_file_bytes(name, TensorView<std::int64_t>{array.shape(), array.steps});
+      schedule_files.push_back({{"policy", key.first}, {"budget", key.second}, {"file", name}});
+    }
+  }
 
   nlohmann::json agg = nlohmann::json::array();
   for (const auto& [key, value] : aggregate) {
@@ -382,6 +480,9 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
              {"decomposition_holds", holds},
              {"violations", violations},
              {"aggregate", agg},
+             {"schedule_files", schedule_files},
+             {"schedule_format", "int64 (layers, kv_heads, n): for each token the step at which it was evicted, n = "
+                                 "never, -1 = head not simulated (docs/eviction.md, recorded decisions)"},
              {"heads", per_head}};
 
   for (const plot::Figure& figure : figures(cells, names, main_budget, w.shape().tokens, aggregate)) {
@@ -426,6 +527,18 @@ void run_simulate(const SimulateArgs& args) {
   std::set<double> budget_set{main_budget};
   for (const auto& b : split(args.budgets)) budget_set.insert(parse_budget_value(b));
   const std::vector<double> budgets(budget_set.begin(), budget_set.end());
+  RecordedInputs recorded;
+  recorded.budget = main_budget;
+  recorded.admission =
+      args.decisions_to_process ? greedy::ScheduleAdmission::kToProcess : greedy::ScheduleAdmission::kExact;
+  for (const std::string& file : args.decisions) {
+    const std::string label = greedy::decisions_label(file);
+    if (std::find(recorded.labels.begin(), recorded.labels.end(), label) != recorded.labels.end()) {
+      throw InputError("simulate", "--decisions", "files with distinct names (each is the policy recorded:NAME)", file);
+    }
+    recorded.files.push_back(greedy::read_decisions(file));
+    recorded.labels.push_back(label);
+  }
 
   Workload w;
   std::vector<int> layers;
@@ -456,6 +569,7 @@ void run_simulate(const SimulateArgs& args) {
     const int k = to_budget(b).resolve(shape.tokens, 0);
     for (const auto& spec : specs) greedy::check_policy_budget(spec, shape.tokens, k, "simulate", "--policies");
   }
+  for (const auto& file : recorded.files) greedy::check_decisions_fit(file, shape, layers);
   std::vector<std::pair<int, int>> heads;
   for (int l : layers)
     for (int h : kv) heads.emplace_back(l, h);
@@ -476,7 +590,7 @@ void run_simulate(const SimulateArgs& args) {
       }
     }
   }
-  const std::vector<Cell> cells = run_cells(w, heads, budgets, specs, run_args, batched);
+  const std::vector<Cell> cells = run_cells(w, heads, budgets, specs, run_args, batched, recorded);
   const Outputs outputs = build_outputs(cells, specs, budgets, main_budget, w, layers, kv, args);
   std::map<std::string, std::string> files = outputs.files;
   files["results.json"] = outputs.doc.dump(2) + "\n";
@@ -500,7 +614,20 @@ void run_simulate(const SimulateArgs& args) {
             << (outputs.doc["decomposition_holds"].get<bool>() ? "holds on every head" : "VIOLATED")
             << (args.optimum == "flow" ? "" : " (checked for the parts computed)") << "\n"
             << "wrote " << args.output << "/{summary.csv,steps.csv,results.json"
+            << (args.schedules ? std::string(args.optimum == "flow" ? ",overlap.csv" : "") + ",schedule_*.npy" : "")
             << (args.no_plots ? "" : ",plots") << "}\n";
+  // Say which recorded schedules were evaluated in converted form (--decisions-to-process).
+  std::map<std::string, std::pair<int, int>> converted;  // label -> (heads, tokens changed)
+  for (const Cell& c : cells) {
+    for (const auto& [label, tokens] : c.converted) {
+      converted[label].first += 1;
+      converted[label].second += tokens;
+    }
+  }
+  for (const auto& [label, count] : converted) {
+    std::cout << label << ": not a process schedule on " << count.first << " head(s); evaluated after conversion "
+              << "to the process form (" << count.second << " tokens kept longer; --decisions-to-process)\n";
+  }
 }
 
 }  // namespace
@@ -542,6 +669,15 @@ void add_simulate_command(CLI::App& app) {
                   "reference | portable | cuda (default: the fastest available): runs h2o, local, streamingllm, "
                   "l2norm and tova batched over all heads; other policies, the oracle and the optimum always run "
                   "on the reference; output formats are identical");
+  cmd->add_option("--decisions", args->decisions,
+                  "Evaluate a recorded eviction schedule (.npy: eviction steps or keep masks, docs/eviction.md) as "
+                  "policy recorded:NAME at the main budget, against the same optimum; repeatable");
+  cmd->add_flag("--decisions-to-process", args->decisions_to_process,
+                "Convert a recorded schedule that evicts before the cache is full or several tokens in one step to "
+                "the process form (keeps every token at least as long) instead of rejecting it");
+  cmd->add_flag("--schedules", args->schedules,
+                "Also write every policy's and the optimum's eviction schedule (schedule_*.npy) and each policy's "
+                "per-step overlap with the optimum's cache (overlap.csv and summary columns)");
   cmd->callback([args]() { run_simulate(*args); });
 }
 

@@ -7,7 +7,9 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+#include <algorithm>
 
 #include "core/atomic_file.hpp"
 #include "core/dtype.hpp"
@@ -333,7 +335,126 @@ void write_npy_as(const std::string& path, TensorView<T> tensor, DType dtype) {
   write_file_atomically(path, chunks);
 }
 
+/// An integer or boolean element type of parse_npy_integers.
+struct IntegerDescr {
+  std::size_t size = 0;
+  bool is_signed = false;
+  bool is_bool = false;
+};
+
+std::optional<IntegerDescr> integer_descr(const std::string& descr) {
+  if (descr.size() < 3) return std::nullopt;
+  const char order = descr[0], kind = descr[1];
+  const std::string width = descr.substr(2);
+  const std::size_t size = width == "1" ? 1 : width == "2" ? 2 : width == "4" ? 4 : width == "8" ? 8 : 0;
+  if (size == 0 || (kind != 'i' && kind != 'u' && kind != 'b') || (kind == 'b' && size != 1)) {
+    return std::nullopt;
+  }
+  // Little-endian or, for single bytes, byte order not applicable ('|'); never big-endian.
+  if (!(order == '<' || (order == '|' && size == 1))) return std::nullopt;
+  return IntegerDescr{size, kind == 'i', kind == 'b'};
+}
+
+/// The header of a file after its container checks: descr, fortran_order False, shape.
+NpyHeader parsed_header(const Sections& sections, const std::string& source) {
+  NpyHeader header = HeaderParser(sections.header, source).parse();
+  if (*header.fortran_order) throw InputError(source, "fortran_order", "False (C order)", "True");
+  return header;
+}
+
+std::string npy_bytes_as(std::string_view descr, std::span<const std::size_t> shape,
+                         std::span<const std::byte> data, const std::string& path) {
+  std::string out = npy_preamble(descr, shape, path);
+  out.append(reinterpret_cast<const char*>(data.data()), data.size());
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::size_t> npy_shape(std::span<const std::byte> bytes, const std::string& source_name) {
+  return *HeaderParser(split_sections(bytes, source_name).header, source_name).parse().shape;
+}
+
+template <class T>
+Tensor<T> parse_npy_integers(std::span<const std::byte> bytes, const std::string& source_name,
+                             const ReadOptions& options) {
+  const Sections sections = split_sections(bytes, source_name);
+  NpyHeader header = parsed_header(sections, source_name);
+  const std::optional<IntegerDescr> descr = integer_descr(*header.descr);
+  if (!descr) {
+    throw InputError(source_name, "descr",
+                     "an integer or bool dtype: '|b1', '|i1', '|u1', '<i2', '<u2', '<i4', '<u4', "
+                     "'<i8' or '<u8' (little-endian)",
+                     "'" + *header.descr + "'");
+  }
+  // Sizes: elements and stored bytes within 64 bits and options.max_bytes, as checked_layout does.
+  std::size_t elements = 1;
+  for (std::size_t dim : *header.shape) {
+    if (dim != 0 && elements > std::numeric_limits<std::size_t>::max() / dim) {
+      throw InputError(source_name, "shape", "an element count below 2^64",
+                       shape_tuple(*header.shape));
+    }
+    elements *= dim;
+  }
+  const std::size_t widest = std::max(descr->size, sizeof(T));
+  if (elements > options.max_bytes / widest) {
+    throw InputError(source_name, "shape",
+                     "at most " + std::to_string(options.max_bytes) + " bytes of data",
+                     shape_tuple(*header.shape) + " of " + *header.descr);
+  }
+  check_payload_size(sections.payload.size(), elements * descr->size,
+                     "shape " + shape_tuple(*header.shape) + " of " + *header.descr, source_name);
+  Tensor<T> out{std::move(*header.shape), std::vector<T>(elements)};
+  const std::byte* data = sections.payload.data();
+  for (std::size_t e = 0; e < elements; ++e) {
+    const std::uint64_t raw = read_little_endian(std::span(data + e * descr->size, descr->size));
+    const unsigned shift = unsigned(64 - 8 * descr->size);
+    const bool negative = descr->is_signed && (raw >> (8 * descr->size - 1)) != 0;
+    // Sign-extend signed values; unsigned 8-byte values above INT64_MAX do not fit any T.
+    const bool too_large = !descr->is_signed && raw > std::uint64_t(std::numeric_limits<std::int64_t>::max());
+    const std::int64_t value =
+        descr->is_signed ? std::int64_t(raw << shift) >> shift : std::int64_t(raw);
+    if (descr->is_bool && raw > 1) {
+      throw InputError(source_name, "values", "bool bytes 0 or 1",
+                       std::to_string(raw) + " at element " + std::to_string(e));
+    }
+    if (too_large || value < std::int64_t(std::numeric_limits<T>::min()) ||
+        value > std::int64_t(std::numeric_limits<T>::max()) || (negative && std::is_unsigned_v<T>)) {
+      throw InputError(source_name, "values",
+                       "integers in [" + std::to_string(std::int64_t(std::numeric_limits<T>::min())) +
+                           ", " + std::to_string(std::uint64_t(std::numeric_limits<T>::max())) + "]",
+                       (too_large ? std::to_string(raw) : std::to_string(value)) + " at element " +
+                           std::to_string(e));
+    }
+    out.data[e] = T(value);
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> read_npy_integers(const std::string& path, const ReadOptions& options) {
+  const MappedFile file(path, options.max_bytes);
+  return parse_npy_integers<T>(file.bytes(), path, options);
+}
+
+std::string npy_file_bytes(const std::string& name, TensorView<std::int64_t> tensor) {
+  checked_output_layout(tensor.shape, DType::kF64, tensor.data.size(), name, "shape", "tensor data");
+  return npy_bytes_as("<i8", tensor.shape, std::as_bytes(tensor.data), name);
+}
+
+void write_npy(const std::string& path, TensorView<std::int64_t> tensor) {
+  const std::string bytes = npy_file_bytes(path, tensor);
+  const std::array<std::span<const std::byte>, 1> chunks = {std::as_bytes(std::span<const char>(bytes))};
+  write_file_atomically(path, chunks);
+}
+
+void write_npy(const std::string& path, TensorView<std::uint8_t> tensor) {
+  // Element count against the shape (the dtype only sets the byte count, unused here).
+  checked_output_layout(tensor.shape, DType::kF32, tensor.data.size(), path, "shape", "tensor data");
+  const std::string bytes = npy_bytes_as("|u1", tensor.shape, std::as_bytes(tensor.data), path);
+  const std::array<std::span<const std::byte>, 1> chunks = {std::as_bytes(std::span<const char>(bytes))};
+  write_file_atomically(path, chunks);
+}
 
 template <class T>
 Tensor<T> parse_npy(std::span<const std::byte> bytes, const std::string& source_name,
@@ -371,6 +492,12 @@ template Tensor<float> parse_npy<float>(std::span<const std::byte>, const std::s
 template Tensor<double> parse_npy<double>(std::span<const std::byte>, const std::string&,
                                           const ReadOptions&);
 template Tensor<float> read_npy<float>(const std::string&, const ReadOptions&);
+template Tensor<std::int64_t> parse_npy_integers<std::int64_t>(std::span<const std::byte>, const std::string&,
+                                                               const ReadOptions&);
+template Tensor<std::uint8_t> parse_npy_integers<std::uint8_t>(std::span<const std::byte>, const std::string&,
+                                                               const ReadOptions&);
+template Tensor<std::int64_t> read_npy_integers<std::int64_t>(const std::string&, const ReadOptions&);
+template Tensor<std::uint8_t> read_npy_integers<std::uint8_t>(const std::string&, const ReadOptions&);
 template Tensor<double> read_npy<double>(const std::string&, const ReadOptions&);
 
 }  // namespace subevict

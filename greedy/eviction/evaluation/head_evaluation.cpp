@@ -1,5 +1,6 @@
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -7,7 +8,8 @@
 #include "core/number_text.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/policies/lookahead.hpp"
-#include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/implicit_flow.hpp"
+#include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 
 namespace subevict::greedy {
@@ -17,6 +19,7 @@ std::string to_string(OptimumMode mode) {
     case OptimumMode::kNone: return "none";
     case OptimumMode::kOracle: return "oracle";
     case OptimumMode::kFlow: return "flow";
+    case OptimumMode::kCertified: return "certified";
   }
   return "none";
 }
@@ -25,7 +28,8 @@ OptimumMode parse_optimum_mode(const std::string& name, const std::string& sourc
   if (name == "none") return OptimumMode::kNone;
   if (name == "oracle") return OptimumMode::kOracle;
   if (name == "flow") return OptimumMode::kFlow;
-  throw InputError(source, "optimum", "none, flow or oracle", name);
+  if (name == "certified") return OptimumMode::kCertified;
+  throw InputError(source, "optimum", "none, flow, certified or oracle", name);
 }
 
 Budget budget_from_value(double value, const std::string& source) {
@@ -57,31 +61,76 @@ HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
 HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
                              const std::vector<PolicySpec>& policies,
                              const HeadEvaluationOptions& options) {
-  const HeadGroup group = head_group(workload, layer, kv_head);
-  HeadEvaluation e;
-  e.layer = layer;
-  e.kv_head = kv_head;
-  e.heads = group.group_size();
-  e.tokens = workload.shape().tokens;
-  e.budget = options.budget;
-  SimulationOptions sim;
-  sim.budget = options.budget;
-  sim.seed = options.seed;
-  for (const PolicySpec& spec : policies) {
-    auto policy = make_policy(spec);
-    e.traces.push_back(simulate(group, *policy, sim));
-    e.traces.back().policy = spec.label();
+  return evaluate_head_budgets(workload, layer, kv_head, policies, {options.budget}, options).front();
+}
+
+namespace {
+
+/// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`.
+template <class Scalar>
+void add_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
+                std::vector<HeadEvaluation>& out) {
+  const auto start = std::chrono::steady_clock::now();
+  const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
+  const std::vector<StepOracle> oracles = step_oracles(gains, budgets);
+  for (std::size_t b = 0; b < budgets.size(); ++b) {
+    out[b].oracle = oracles[b];
+    out[b].has_oracle = true;
   }
-  if (options.optimum != OptimumMode::kNone) {
-    const Eigen::MatrixXd gains = gain_matrix(group);
-    e.oracle = step_oracle(gains, options.budget);
-    e.has_oracle = true;
-    if (options.optimum == OptimumMode::kFlow) {
-      e.optimum = offline_optimum(gains, options.budget);
-      e.has_optimum = e.optimum.status == ScheduleStatus::kOptimal;
+  if (options.optimum == OptimumMode::kFlow || options.optimum == OptimumMode::kCertified) {
+    ImplicitFlowOptions flow;
+    if (options.optimum == OptimumMode::kCertified) flow.relative_gap = options.relative_gap;
+    const std::vector<ImplicitFlowResult> optima = implicit_flow_optima(gains, budgets, flow);
+    for (std::size_t b = 0; b < budgets.size(); ++b) {
+      out[b].optimum = optima[b].summary;
+      out[b].has_optimum = out[b].optimum.status == ScheduleStatus::kOptimal;
+      out[b].has_interval = out[b].optimum.status != ScheduleStatus::kFailed;
     }
   }
-  return e;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
+}
+
+}  // namespace
+
+std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int layer, int kv_head,
+                                                  const std::vector<PolicySpec>& policies,
+                                                  const std::vector<int>& budgets,
+                                                  const HeadEvaluationOptions& options) {
+  if (options.optimum == OptimumMode::kCertified &&
+      !(std::isfinite(options.relative_gap) && options.relative_gap > 0.0)) {
+    throw InputError("evaluate_head", "gap", "a finite value > 0", significant_digits(options.relative_gap, 10));
+  }
+  for (int budget : budgets) {
+    if (budget < 1) throw InputError("evaluate_head", "budget", "an integer >= 1", std::to_string(budget));
+  }
+  const HeadGroup group = head_group(workload, layer, kv_head);
+  const std::vector<ExactRows> exact = group_exact_rows(group);  // shared by every policy and budget
+  std::vector<HeadEvaluation> out(budgets.size());
+  for (std::size_t b = 0; b < budgets.size(); ++b) {
+    HeadEvaluation& e = out[b];
+    e.layer = layer;
+    e.kv_head = kv_head;
+    e.heads = group.group_size();
+    e.tokens = workload.shape().tokens;
+    e.budget = budgets[b];
+    SimulationOptions sim;
+    sim.budget = budgets[b];
+    sim.seed = options.seed;
+    for (const PolicySpec& spec : policies) {
+      auto policy = make_policy(spec);
+      e.traces.push_back(simulate(group, *policy, sim, exact));
+      e.traces.back().policy = spec.label();
+    }
+  }
+  if (options.optimum != OptimumMode::kNone) {
+    if (group.tokens() <= kDoubleGainsTokens) {
+      add_optima<double>(group, budgets, options, out);
+    } else {
+      add_optima<float>(group, budgets, options, out);
+    }
+  }
+  return out;
 }
 
 double mean_output_error(const Trace& trace) {

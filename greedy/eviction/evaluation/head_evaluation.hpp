@@ -22,11 +22,13 @@
 
 namespace subevict::greedy {
 
-/// What to compute beside the policies: nothing, the oracle Σ_i U_i only, or the oracle and the
-/// offline optimum OPT_irreversible.
-enum class OptimumMode { kNone, kOracle, kFlow };
+/// What to compute beside the policies: nothing, the oracle Σ_i U_i only, the oracle and the exact
+/// offline optimum OPT_irreversible, or the oracle and a certified interval [value, upper bound]
+/// around OPT whose relative width is at most the requested gap (implicit_flow.hpp).
+enum class OptimumMode { kNone, kOracle, kFlow, kCertified };
 
-/// "none" / "oracle" / "flow"; parse throws InputError(source, "optimum", ...) for other names.
+/// "none" / "oracle" / "flow" / "certified"; parse throws InputError(source, "optimum", ...) for
+/// other names.
 [[nodiscard]] std::string to_string(OptimumMode mode);
 [[nodiscard]] OptimumMode parse_optimum_mode(const std::string& name, const std::string& source);
 
@@ -48,7 +50,14 @@ struct HeadEvaluationOptions {
   std::uint64_t seed = 0;                 ///< seed of randomized policies
   int horizon = 16;                       ///< window of the lookahead policy
   OptimumMode optimum = OptimumMode::kFlow;
+  /// The relative gap at which kCertified stops (finite, > 0).
+  double relative_gap = 1e-4;
 };
+
+/// Up to this many tokens the optimum stores the gains in double (8 bytes per entry of the lower
+/// triangle: 1.07 GB at 16384); beyond, in float (implicit_flow.hpp: exact for the float-rounded
+/// gains, the schedule's value recomputed from them).
+inline constexpr int kDoubleGainsTokens = 16384;
 
 /// The evaluation of one (layer, KV head) at one budget. Masses in `traces` are sums over the g
 /// query heads (Trace::total_retained_mass); `optimum.value` and `oracle.total` are on the group's
@@ -57,15 +66,20 @@ struct HeadEvaluation {
   int layer = 0, kv_head = 0, heads = 1, tokens = 0, budget = 0;
   std::vector<Trace> traces;  ///< one per policy, in the order given
   bool has_optimum = false;   ///< optimum holds OPT (flow mode and the solver proved optimality)
-  bool has_oracle = false;    ///< oracle holds Σ_i U_i (oracle or flow mode)
+  /// optimum holds a feasible schedule and a certified upper bound (certified mode; also set
+  /// with has_optimum): OPT ∈ [optimum.value, optimum.upper_bound].
+  bool has_interval = false;
+  bool has_oracle = false;    ///< oracle holds Σ_i U_i (any mode but none)
   ScheduleSummary optimum;
   StepOracle oracle;
+  /// Seconds this (layer, KV head) spent on its gains, oracle and optimum for all its budgets
+  /// together (the same value in each budget's evaluation); 0 in mode none.
+  double optimum_seconds = 0.0;
 };
 
 /// Simulates every policy of `policies` on (layer, kv_head) of `workload` with budget k, then the
-/// oracle and the optimum as `options.optimum` asks. Throws as make_named_policy, simulate,
-/// step_oracle and offline_optimum do. Cost: one simulation per policy plus O(n²) memory and a
-/// network simplex for the optimum (bench/results/greedy_offline_optimum.md).
+/// oracle and the optimum as `options.optimum` asks (evaluate_head_budgets with one budget).
+/// Throws as make_named_policy, simulate, step_oracle and implicit_flow_optimum do.
 [[nodiscard]] HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
                                            const std::vector<std::string>& policies,
                                            const HeadEvaluationOptions& options);
@@ -75,6 +89,16 @@ struct HeadEvaluation {
 [[nodiscard]] HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
                                            const std::vector<PolicySpec>& policies,
                                            const HeadEvaluationOptions& options);
+
+/// evaluate_head for every budget of `budgets` (absolute, ≥ 1; `options.budget` is ignored), in
+/// that order: the policies are simulated per budget, while the gains are stored once
+/// (triangular_gain_matrix: double up to kDoubleGainsTokens tokens, float beyond), the oracle of
+/// every budget comes from one sort per row (step_oracles), and the optimum of every budget from
+/// one implicit_flow_optima call. Throws InputError for an invalid gap or budget.
+[[nodiscard]] std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int layer, int kv_head,
+                                                                const std::vector<PolicySpec>& policies,
+                                                                const std::vector<int>& budgets,
+                                                                const HeadEvaluationOptions& options);
 
 /// Mean over the steps of a trace's output relative error (0 for an empty trace).
 [[nodiscard]] double mean_output_error(const Trace& trace);

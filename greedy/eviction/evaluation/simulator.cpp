@@ -12,41 +12,19 @@
 #include <string>
 
 #include "core/attention.hpp"
+#include "core/cached_scores.hpp"
+#include "core/exact_attention_rows.hpp"
 #include "core/input_error.hpp"
+#include "core/weighted_rows.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
 
 namespace subevict::greedy {
 
 namespace {
 
-using RowMatrixd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-/// The exact rows of one query head: log Σ_{j≤i} exp(s_ij) and o_i = Σ_j a_ij v_j for every i.
-struct ExactRows {
-  std::vector<double> log_normalizer;
-  RowMatrixd output;  // n x d
-};
-
-/// Blocked GEMMs through core's exact attention. The normalizer is recovered from the row's
-/// largest probability p* = a_ij* ≥ 1/(i+1): L_i = s_ij* − log p*, accurate to a few ulps because
-/// p* cannot underflow.
-ExactRows exact_rows(const ConstHeadMap& q, const ConstHeadMap& k, const RowMatrixd& values,
-                     double scale) {
-  constexpr int kBlockRows = 128;
-  const int n = int(k.rows());
-  ExactRows rows{std::vector<double>(std::size_t(n)), RowMatrixd(n, k.cols())};
-  for_each_attention_block(q, k, scale, kBlockRows, [&](int first, const Eigen::MatrixXd& probs) {
-    const int count = int(probs.rows()), cols = first + count;
-    rows.output.middleRows(first, count).noalias() = probs.leftCols(cols) * values.topRows(cols);
-    for (int r = 0; r < count; ++r) {
-      const int i = first + r;
-      Eigen::Index j = 0;
-      const double p = probs.row(r).head(i + 1).maxCoeff(&j);
-      const double s = scale * q.row(i).cast<double>().dot(k.row(j).cast<double>());
-      rows.log_normalizer[std::size_t(i)] = s - std::log(p);
-    }
-  });
-  return rows;
+void validate_options(const SimulationOptions& options, int n) {
+  if (options.budget < 1) throw std::invalid_argument("simulate: budget must be >= 1");
+  if (options.prefill < 0 || options.prefill > n) throw std::invalid_argument("simulate: prefill must be in [0, n]");
 }
 
 [[noreturn]] void contract_error(const EvictionPolicy& policy, int step, const std::string& what) {
@@ -54,17 +32,23 @@ ExactRows exact_rows(const ConstHeadMap& q, const ConstHeadMap& k, const RowMatr
 }
 
 /// The cache G_i as dense arrays: entries 0..size−1 hold tokens, their keys (scaled queries' dot
-/// partners) and values in double; removal moves the last entry into the hole.
+/// partners) and values in double, and both as given (float, for the AVX2 path, which reads half
+/// the bytes); removal moves the last entry into the hole.
 struct DenseCache {
   std::vector<Token> tokens;
   RowMatrixd keys, values;
+  RowMatrixf float_keys_t, float_values;  // keys transposed: d x capacity
   int size = 0;
 
-  DenseCache(int capacity, int d) : tokens(std::size_t(capacity)), keys(capacity, d), values(capacity, d) {}
+  DenseCache(int capacity, int d)
+      : tokens(std::size_t(capacity)), keys(capacity, d), values(capacity, d), float_keys_t(d, capacity),
+        float_values(capacity, d) {}
   void push(const HeadGroup& in, Token t) {
     tokens[std::size_t(size)] = t;
     keys.row(size) = in.k.row(t).cast<double>();
     values.row(size) = in.v.row(t).cast<double>();
+    float_keys_t.col(size) = in.k.row(t).transpose();
+    float_values.row(size) = in.v.row(t);
     ++size;
   }
   /// Removes token t; returns false when t is not an entry.
@@ -77,6 +61,8 @@ struct DenseCache {
       tokens[std::size_t(e)] = tokens[std::size_t(last)];
       keys.row(e) = keys.row(last);
       values.row(e) = values.row(last);
+      float_keys_t.col(e) = float_keys_t.col(last);
+      float_values.row(e) = float_values.row(last);
     }
     --size;
     return true;
@@ -125,11 +111,37 @@ std::vector<int> Trace::last_step() const {
   return last;
 }
 
+std::vector<ExactRows> group_exact_rows(const HeadGroup& input) {
+  input.validate();
+  const CpuPath path = active_cpu_path();
+  std::vector<ExactRows> exact;
+  for (const ConstHeadMap& q : input.q) exact.push_back(exact_attention_rows(q, input.k, input.v, input.scale, path));
+  return exact;
+}
+
 Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationOptions& options) {
   input.validate();
+  validate_options(options, input.tokens());
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<ExactRows> exact = options.compute_metrics ? group_exact_rows(input) : std::vector<ExactRows>{};
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Trace trace = simulate(input, policy, options, exact);
+  trace.precompute_seconds = seconds;
+  return trace;
+}
+
+Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationOptions& options,
+               const std::vector<ExactRows>& exact) {
+  input.validate();
   const int n = input.tokens(), d = input.head_dim(), g = input.group_size();
-  if (options.budget < 1) throw std::invalid_argument("simulate: budget must be >= 1");
-  if (options.prefill < 0 || options.prefill > n) throw std::invalid_argument("simulate: prefill must be in [0, n]");
+  validate_options(options, n);
+  if (options.compute_metrics) {
+    bool fits = exact.size() == std::size_t(g);
+    for (const ExactRows& rows : exact) {
+      fits = fits && rows.log_normalizer.size() == std::size_t(n) && rows.output.rows() == n && rows.output.cols() == d;
+    }
+    if (!fits) throw std::invalid_argument("simulate: the exact rows do not belong to this group (g, n or d differ)");
+  }
 
   PolicyContext context{&input, n, options.budget, options.prefill, options.aggregation, options.seed};
   policy.reset(context);
@@ -156,17 +168,12 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
   if (options.record_cache) trace.cache.resize(std::size_t(n));
 
   using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  std::vector<ExactRows> exact;
-  if (metrics) {
-    const RowMatrixd values = input.v.cast<double>();
-    for (const ConstHeadMap& q : input.q) exact.push_back(exact_rows(q, input.k, values, input.scale));
-  }
-
+  // The path of the tracked outputs (metrics) and of the scores (core/cached_scores.hpp: the same
+  // bits on every path, so the decisions never depend on it).
+  const CpuPath path = active_cpu_path();
   const int capacity = std::min(k, n) + 1;  // |G_i| ≤ min(k + 1, i + 1)
   DenseCache cache(capacity, d);
   const auto t1 = Clock::now();
-  trace.precompute_seconds = std::chrono::duration<double>(t1 - t0).count();
   bool evicted_any = false;
   // Prefill steps attend over the whole prefix (r = 1, error 0); then the prefill rule compresses.
   for (int i = 0; i < start; ++i) {
@@ -206,7 +213,11 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
     cache.push(input, i);
     const int m = cache.size;
     for (int h = 0; h < g; ++h) queries.col(h) = input.scale * input.q[std::size_t(h)].row(i).transpose().cast<double>();
-    logits.topRows(m).noalias() = cache.keys.topRows(m) * queries;
+    if (path == CpuPath::kAvx2Fma && g == 1) {  // the same scores bit for bit, from the float keys
+      cached_scores(cache.float_keys_t.leftCols(m), queries.col(0), logits.col(0).head(m), path);
+    } else {
+      logits.topRows(m).noalias() = cache.keys.topRows(m) * queries;
+    }
     for (int h = 0; h < g; ++h) {
       Eigen::Map<Eigen::ArrayXd> row(attention.data() + std::size_t(h) * m, m);
       const double top = logits.col(h).head(m).maxCoeff();
@@ -231,7 +242,11 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
       double mass = 0.0, error = 0.0;
       if (evicted_any) {
         const Eigen::Map<const Eigen::MatrixXd> weights(attention.data(), m, g);
-        outputs.noalias() = cache.values.topRows(m).transpose() * weights;
+        if (path == CpuPath::kPortable) {
+          outputs.noalias() = cache.values.topRows(m).transpose() * weights;
+        } else {
+          weighted_rows(cache.float_values.topRows(m), weights, outputs, path);
+        }
       }
       for (int h = 0; h < g; ++h) {
         double r = 1.0, err = 0.0;

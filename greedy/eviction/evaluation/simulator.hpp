@@ -18,8 +18,10 @@
 ///   G_i = {0..i} (nothing evicted yet) r = 1 and the error is 0 exactly (not recomputed).
 ///
 /// Cost per (layer, KV head): the full-row normalizers log Σ_{j≤i} exp(s_ij) and exact outputs
-/// o_i are precomputed by blocked GEMMs (core/attention.hpp for_each_attention_block),
-/// O(g n² d) flops; each streaming step then costs O(g k d) (one (k+1) x d by d x g product for
+/// o_i are precomputed per query head by core/exact_attention_rows.hpp on the CPU path that
+/// active_cpu_path() names (SUBEVICT_CPU_PATH; the paths agree within exact_rows_tolerance, and
+/// the per-step scores, core/cached_scores.hpp, are bit-identical on both, so no decision
+/// depends on the path), O(g n² d) flops; each streaming step then costs O(g k d) (one (k+1) x d by d x g product for
 /// the scores, one for the outputs) plus the policy. Memory O(g n d + k d).
 
 #include <cstdint>
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exact_attention_rows.hpp"
 #include "core/workload.hpp"
 #include "greedy/eviction/policies/eviction_policy.hpp"
 #include "greedy/eviction/process/head_group.hpp"
@@ -99,7 +102,8 @@ struct Trace {
   std::vector<Token> prefill_evicted;
   /// S_i ascending for i = 0..n−1 when SimulationOptions::record_cache, else empty.
   std::vector<std::vector<Token>> cache;
-  /// Wall-clock seconds of the exact-row precompute (0 without metrics) and of the steps
+  /// Wall-clock seconds of the exact-row precompute (0 without metrics or when the rows were
+  /// given to simulate) and of the steps
   /// (prefill rule and streaming steps, policy included).
   double precompute_seconds = 0.0;
   double step_seconds = 0.0;
@@ -121,6 +125,18 @@ struct Trace {
 /// full, keeps more than k or a non-prompt token at prefill).
 [[nodiscard]] Trace simulate(const HeadGroup& input, EvictionPolicy& policy,
                              const SimulationOptions& options);
+
+/// The exact rows of every query head of `input` (core/exact_attention_rows.hpp, on
+/// active_cpu_path()): the precompute of simulate's metrics, O(g n² d), which depends on the
+/// group only. Compute it once to simulate several policies or budgets on the same group.
+[[nodiscard]] std::vector<ExactRows> group_exact_rows(const HeadGroup& input);
+
+/// simulate with the precompute given: `exact` = group_exact_rows(input) (read only when
+/// options.compute_metrics). The trace equals simulate(input, policy, options)'s bit for bit,
+/// except precompute_seconds = 0. Throws std::invalid_argument, in addition, when `exact` does not
+/// hold g heads of n rows and n x d outputs.
+[[nodiscard]] Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationOptions& options,
+                             const std::vector<ExactRows>& exact);
 
 /// Creates a fresh policy; called once per worker thread.
 using PolicyFactory = std::function<std::unique_ptr<EvictionPolicy>()>;

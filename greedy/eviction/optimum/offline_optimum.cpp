@@ -9,20 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "greedy/eviction/optimum/flow_cost_quantum.hpp"
+
 namespace subevict::greedy {
 namespace {
 
 using Graph = lemon::StaticDigraph;
-using Cost = double;  // integer values below 2^53 (see cost_exponent)
-
-// Largest s with (2n + 1) * max_cost * 2^s <= 2^51: LEMON's artificial cost is
-// (max cost + 1) * nodes for a floating-point cost type, and every potential and reduced cost is
-// a sum of a few such terms, so all of them stay integers below 2^53 (exact in double).
-int cost_exponent(int n, double max_cost) {
-  if (!(max_cost > 0.0)) return 0;  // every cost is 0
-  const double bound = static_cast<double>(2 * n + 1) * max_cost;
-  return std::min(60, static_cast<int>(std::floor(51.0 - std::log2(bound))));
-}
+using Cost = double;  // integer values below 2^53 (see flow_cost_exponent)
 
 }  // namespace
 
@@ -82,7 +75,7 @@ ScheduleSummary offline_optimum(const Eigen::MatrixXd& gains, int budget,
   const std::size_t m = arcs.size();
   std::vector<std::pair<int, int>>().swap(arcs);
 
-  const int s = cost_exponent(n, max_cost);
+  const int s = flow_cost_exponent(n, max_cost);
   const double scale = std::ldexp(1.0, s);
   Graph::ArcMap<Cost> rounded_cost(graph);
   Graph::ArcMap<int> capacity(graph);

@@ -8,6 +8,8 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "greedy/eviction/process/triangular_gains.hpp"
+
 namespace subevict::greedy {
 
 /// The oracle per step and summed.
@@ -25,5 +27,11 @@ struct StepOracle {
 /// GQA-summed). Throws InputError for an invalid W or budget < 0. O(n²) time, O(n) extra memory
 /// (plus `chosen` when keep_sets).
 StepOracle step_oracle(const Eigen::MatrixXd& gains, int budget, bool keep_sets = false);
+
+/// The oracle of stored gains for several budgets at once (results in the order of `budgets`,
+/// without `chosen`): each row is sorted once and U_i(k) = W_ii + its k largest past entries.
+/// Throws InputError for a budget < 0. O(n² log n) time, O(n) extra memory.
+template <class Scalar>
+std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const std::vector<int>& budgets);
 
 }  // namespace subevict::greedy

@@ -1,0 +1,320 @@
+// The AVX2 + FMA attention kernels (contracts in core/attention_avx2.hpp).
+//
+// Every function that uses AVX2 carries SUBEVICT_AVX2 (a target attribute); the translation unit
+// itself is compiled for the baseline, so the std:: code it instantiates stays baseline code.
+//
+// Layout: query rows in panels of 8 (two vectors of 4 doubles). One register tile multiplies a
+// panel by 6 columns, C[j][r] = sum_p A[p][r] B[p][j], both for the scores (A = the panel's
+// queries over d, B = 6 keys over d) and for the outputs (A = the panel's weights over the keys,
+// B = 6 value dimensions over the keys). The scores land in "key-major, 8 rows" order, so the
+// softmax runs across the 8 rows of a panel in vector lanes with no horizontal reductions.
+#include "core/attention_avx2.hpp"
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#define SUBEVICT_AVX2 __attribute__((target("avx2,fma")))
+
+namespace subevict::detail {
+namespace {
+
+constexpr int kRows = 8;  // query rows per panel
+constexpr int kCols = 6;  // keys (scores) or value dimensions (outputs) per register tile
+// Panels sharing each key tile: 2 x 8 KB of queries and a 6 KB key tile fit L1.
+constexpr int kBlockPanels = 2;
+// Keys per output pass: 8 KB of weights and a 6 KB value tile stay in L1.
+constexpr int kDepthChunk = 128;
+
+int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+/// c[j * 8 + r] = (accumulate ? c[j * 8 + r] : 0) + sum_{p < depth} a[p * 8 + r] * b[p * 6 + j].
+SUBEVICT_AVX2 inline void tile_8x6(const double* a, const double* b, int depth, double* c,
+                                   bool accumulate) {
+  __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  if (accumulate) {
+    c00 = _mm256_loadu_pd(c + 0), c01 = _mm256_loadu_pd(c + 4), c10 = _mm256_loadu_pd(c + 8);
+    c11 = _mm256_loadu_pd(c + 12), c20 = _mm256_loadu_pd(c + 16), c21 = _mm256_loadu_pd(c + 20);
+    c30 = _mm256_loadu_pd(c + 24), c31 = _mm256_loadu_pd(c + 28), c40 = _mm256_loadu_pd(c + 32);
+    c41 = _mm256_loadu_pd(c + 36), c50 = _mm256_loadu_pd(c + 40), c51 = _mm256_loadu_pd(c + 44);
+  } else {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_pd();
+  }
+  for (int p = 0; p < depth; ++p, a += kRows, b += kCols) {
+    const __m256d a0 = _mm256_loadu_pd(a), a1 = _mm256_loadu_pd(a + 4);
+    __m256d bj = _mm256_broadcast_sd(b + 0);
+    c00 = _mm256_fmadd_pd(a0, bj, c00), c01 = _mm256_fmadd_pd(a1, bj, c01);
+    bj = _mm256_broadcast_sd(b + 1);
+    c10 = _mm256_fmadd_pd(a0, bj, c10), c11 = _mm256_fmadd_pd(a1, bj, c11);
+    bj = _mm256_broadcast_sd(b + 2);
+    c20 = _mm256_fmadd_pd(a0, bj, c20), c21 = _mm256_fmadd_pd(a1, bj, c21);
+    bj = _mm256_broadcast_sd(b + 3);
+    c30 = _mm256_fmadd_pd(a0, bj, c30), c31 = _mm256_fmadd_pd(a1, bj, c31);
+    bj = _mm256_broadcast_sd(b + 4);
+    c40 = _mm256_fmadd_pd(a0, bj, c40), c41 = _mm256_fmadd_pd(a1, bj, c41);
+    bj = _mm256_broadcast_sd(b + 5);
+    c50 = _mm256_fmadd_pd(a0, bj, c50), c51 = _mm256_fmadd_pd(a1, bj, c51);
+  }
+  _mm256_storeu_pd(c + 0, c00), _mm256_storeu_pd(c + 4, c01), _mm256_storeu_pd(c + 8, c10);
+  _mm256_storeu_pd(c + 12, c11), _mm256_storeu_pd(c + 16, c20), _mm256_storeu_pd(c + 20, c21);
+  _mm256_storeu_pd(c + 24, c30), _mm256_storeu_pd(c + 28, c31), _mm256_storeu_pd(c + 32, c40);
+  _mm256_storeu_pd(c + 36, c41), _mm256_storeu_pd(c + 40, c50), _mm256_storeu_pd(c + 44, c51);
+}
+
+/// exp(x) for x <= 0 (or -inf), 0 below kAvx2FlushBelow. Cody-Waite reduction x = n ln2 + r,
+/// |r| <= ln2 / 2, then the degree-13 Taylor polynomial of exp(r) (truncation < 5e-18) by Horner
+/// with FMA, times 2^n built in the exponent field (n >= -1022 after the clamp: always normal).
+SUBEVICT_AVX2 inline __m256d exp_flushed(__m256d x) {
+  const __m256d floor = _mm256_set1_pd(kAvx2FlushBelow);
+  const __m256d flushed = _mm256_cmp_pd(x, floor, _CMP_LT_OQ);  // true for -inf too
+  x = _mm256_max_pd(x, floor);
+  const __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);
+  // 1/m! for m = 13 down to 2, then 1 + r p.
+  static constexpr double kInverseFactorial[] = {
+      1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+      1.0 / 362880.0,     1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,
+      1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,        0.5};
+  __m256d p = _mm256_set1_pd(kInverseFactorial[0]);
+  for (int m = 1; m < 12; ++m) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kInverseFactorial[m]));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+  // 2^n: n + 1.5 * 2^52 holds n in its low mantissa bits; adding the bias and shifting moves
+  // n + 1023 (in [1, 1023]) into the exponent field.
+  const __m256i low = _mm256_castpd_si256(_mm256_add_pd(n, _mm256_set1_pd(6755399441055744.0)));
+  const __m256d two_n =
+      _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(low, _mm256_set1_epi64x(1023)), 52));
+  return _mm256_andnot_pd(flushed, _mm256_mul_pd(p, two_n));
+}
+
+/// The scores of one panel (rows i0..i0+7) against keys [0, keys): raw dot products from the
+/// tiles, scaled here; entries with key > row become -inf. Returns the row maxima in m0, m1.
+SUBEVICT_AVX2 inline void scale_mask_max(double* s, int keys, int i0, double scale, __m256d& m0,
+                                         __m256d& m1) {
+  const __m256d sc = _mm256_set1_pd(scale),
+                minus_inf = _mm256_set1_pd(-std::numeric_limits<double>::infinity());
+  const __m256d row0 = _mm256_setr_pd(i0, i0 + 1, i0 + 2, i0 + 3),
+                row1 = _mm256_add_pd(row0, _mm256_set1_pd(4.0));
+  m0 = m1 = minus_inf;
+  for (int j = 0; j < keys; ++j) {
+    double* e = s + std::size_t(j) * kRows;
+    __m256d s0 = _mm256_mul_pd(_mm256_loadu_pd(e), sc),
+            s1 = _mm256_mul_pd(_mm256_loadu_pd(e + 4), sc);
+    if (j > i0) {  // the diagonal block and the padding: rows before key j do not see it
+      const __m256d key = _mm256_set1_pd(double(j));
+      s0 = _mm256_blendv_pd(s0, minus_inf, _mm256_cmp_pd(row0, key, _CMP_LT_OQ));
+      s1 = _mm256_blendv_pd(s1, minus_inf, _mm256_cmp_pd(row1, key, _CMP_LT_OQ));
+    }
+    _mm256_storeu_pd(e, s0), _mm256_storeu_pd(e + 4, s1);
+    m0 = _mm256_max_pd(m0, s0), m1 = _mm256_max_pd(m1, s1);
+  }
+}
+
+/// Replaces the panel's scores by exp(s - m) (unnormalized weights) and returns their sums.
+SUBEVICT_AVX2 inline void exponentiate(double* s, int keys, __m256d m0, __m256d m1, __m256d& sum0,
+                                       __m256d& sum1) {
+  sum0 = sum1 = _mm256_setzero_pd();
+  for (int j = 0; j < keys; ++j) {
+    double* e = s + std::size_t(j) * kRows;
+    const __m256d w0 = exp_flushed(_mm256_sub_pd(_mm256_loadu_pd(e), m0));
+    const __m256d w1 = exp_flushed(_mm256_sub_pd(_mm256_loadu_pd(e + 4), m1));
+    _mm256_storeu_pd(e, w0), _mm256_storeu_pd(e + 4, w1);
+    sum0 = _mm256_add_pd(sum0, w0), sum1 = _mm256_add_pd(sum1, w1);
+  }
+}
+
+/// Per-head packed operands and scratch.
+struct Workspace {
+  int n, d, key_tiles, keys_padded, dim_tiles;
+  std::vector<double> keys;     // [key tile][p < d][6]
+  std::vector<double> values;   // [dim tile][key < keys_padded][6]
+  std::vector<double> queries;  // [panel in block][p < d][8]
+  std::vector<double> scores;   // [panel in block][key < keys_padded][8]
+  std::vector<double> outputs;  // [panel in block][dim tile][6][8]
+
+  Workspace(const float* k, const float* v, int n_, int d_)
+      : n(n_),
+        d(d_),
+        key_tiles((n_ + kCols - 1) / kCols),
+        keys_padded(key_tiles * kCols),
+        dim_tiles((d_ + kCols - 1) / kCols),
+        keys(std::size_t(keys_padded) * d_, 0.0),
+        values(std::size_t(dim_tiles) * keys_padded * kCols, 0.0),
+        queries(std::size_t(kBlockPanels) * d_ * kRows),
+        scores(std::size_t(kBlockPanels) * keys_padded * kRows),
+        outputs(std::size_t(kBlockPanels) * dim_tiles * kCols * kRows) {
+    for (int j = 0; j < n; ++j) {
+      const float* kj = k + std::size_t(j) * d;
+      double* dst = keys.data() + std::size_t(j / kCols) * d * kCols + j % kCols;
+      for (int p = 0; p < d; ++p) dst[std::size_t(p) * kCols] = double(kj[p]);
+      const float* vj = v + std::size_t(j) * d;
+      for (int c = 0; c < d; ++c)
+        values[(std::size_t(c / kCols) * keys_padded + j) * kCols + c % kCols] = double(vj[c]);
+    }
+  }
+};
+
+/// Rows [first, first + 8 * panels) of one head (the block's panels), into the outputs.
+SUBEVICT_AVX2 void block_rows(Workspace& w, const float* q, int first, int panels, double scale,
+                              double* log_normalizer, double* output) {
+  const int n = w.n, d = w.d;
+  int visible[kBlockPanels] = {};  // keys a panel computes: its visible keys rounded up to a tile
+  for (int b = 0; b < panels; ++b) {
+    const int i0 = first + b * kRows;
+    visible[b] = round_up(std::min(n, i0 + kRows), kCols);
+    double* qp = w.queries.data() + std::size_t(b) * d * kRows;
+    for (int r = 0; r < kRows; ++r) {
+      const float* qi = q + std::size_t(i0 + r) * d;
+      for (int p = 0; p < d; ++p) qp[std::size_t(p) * kRows + r] = i0 + r < n ? double(qi[p]) : 0.0;
+    }
+  }
+  // Scores: each key tile once for all panels of the block.
+  for (int t = 0; t < visible[panels - 1] / kCols; ++t) {
+    for (int b = 0; b < panels; ++b) {
+      if (t * kCols >= visible[b]) continue;
+      tile_8x6(w.queries.data() + std::size_t(b) * d * kRows,
+               w.keys.data() + std::size_t(t) * d * kCols, d,
+               w.scores.data() + (std::size_t(b) * w.keys_padded + std::size_t(t) * kCols) * kRows,
+               false);
+    }
+  }
+  // Softmax per panel, lanes = rows.
+  alignas(32) double sums[kBlockPanels][kRows];
+  for (int b = 0; b < panels; ++b) {
+    const int i0 = first + b * kRows;
+    double* s = w.scores.data() + std::size_t(b) * w.keys_padded * kRows;
+    __m256d m0, m1, sum0, sum1;
+    scale_mask_max(s, visible[b], i0, scale, m0, m1);
+    exponentiate(s, visible[b], m0, m1, sum0, sum1);
+    alignas(32) double m[kRows];
+    _mm256_store_pd(m, m0), _mm256_store_pd(m + 4, m1);
+    _mm256_store_pd(sums[b], sum0), _mm256_store_pd(sums[b] + 4, sum1);
+    for (int r = 0; r < kRows && i0 + r < n; ++r)
+      log_normalizer[i0 + r] = m[r] + std::log(sums[b][r]);
+  }
+  // Outputs: sum_j w_ij v_j over key chunks that stay in L1 while every value tile passes.
+  const std::size_t out_stride = std::size_t(w.dim_tiles) * kCols * kRows;
+  for (int c0 = 0; c0 < visible[panels - 1]; c0 += kDepthChunk) {
+    for (int b = 0; b < panels; ++b) {
+      if (c0 >= visible[b]) continue;
+      const int depth = std::min(kDepthChunk, visible[b] - c0);
+      const double* a = w.scores.data() + (std::size_t(b) * w.keys_padded + c0) * kRows;
+      for (int t = 0; t < w.dim_tiles; ++t) {
+        tile_8x6(a, w.values.data() + (std::size_t(t) * w.keys_padded + c0) * kCols, depth,
+                 w.outputs.data() + b * out_stride + std::size_t(t) * kCols * kRows, c0 > 0);
+      }
+    }
+  }
+  for (int b = 0; b < panels; ++b) {
+    const int i0 = first + b * kRows;
+    const double* o = w.outputs.data() + b * out_stride;
+    for (int r = 0; r < kRows && i0 + r < n; ++r) {
+      double* dst = output + std::size_t(i0 + r) * d;
+      for (int c = 0; c < d; ++c) dst[c] = o[std::size_t(c) * kRows + r] / sums[b][r];
+    }
+  }
+}
+
+}  // namespace
+
+SUBEVICT_AVX2 void exp_flushed_avx2(const double* x, int count, double* out) {
+  int e = 0;
+  for (; e + 4 <= count; e += 4) _mm256_storeu_pd(out + e, exp_flushed(_mm256_loadu_pd(x + e)));
+  if (e < count) {
+    alignas(32) double in[4] = {0.0, 0.0, 0.0, 0.0}, res[4];
+    for (int i = e; i < count; ++i) in[i - e] = x[i];
+    _mm256_store_pd(res, exp_flushed(_mm256_load_pd(in)));
+    for (int i = e; i < count; ++i) out[i] = res[i - e];
+  }
+}
+
+SUBEVICT_AVX2 void weighted_rows_avx2(const float* rows, int m, int d, int stride,
+                                      const double* weights, int g, double* out) {
+  for (int h = 0; h < g; ++h) {
+    const double* w = weights + std::size_t(h) * m;
+    double* o = out + std::size_t(h) * d;
+    int c = 0;
+    for (; c + 32 <= d; c += 32) {  // 8 independent accumulators cover the FMA latency
+      __m256d acc[8];
+      for (__m256d& a : acc) a = _mm256_setzero_pd();
+      for (int e = 0; e < m; ++e) {
+        const float* r = rows + std::size_t(e) * stride + c;
+        const __m256d we = _mm256_broadcast_sd(w + e);
+        for (int u = 0; u < 8; ++u)
+          acc[u] = _mm256_fmadd_pd(we, _mm256_cvtps_pd(_mm_loadu_ps(r + 4 * u)), acc[u]);
+      }
+      for (int u = 0; u < 8; ++u) _mm256_storeu_pd(o + c + 4 * u, acc[u]);
+    }
+    for (; c + 4 <= d; c += 4) {
+      __m256d acc = _mm256_setzero_pd();
+      for (int e = 0; e < m; ++e) {
+        const __m256d r = _mm256_cvtps_pd(_mm_loadu_ps(rows + std::size_t(e) * stride + c));
+        acc = _mm256_fmadd_pd(_mm256_broadcast_sd(w + e), r, acc);
+      }
+      _mm256_storeu_pd(o + c, acc);
+    }
+    for (; c < d; ++c) {
+      double acc = 0.0;
+      for (int e = 0; e < m; ++e)
+        acc = std::fma(w[e], double(rows[std::size_t(e) * stride + c]), acc);
+      o[c] = acc;
+    }
+  }
+}
+
+SUBEVICT_AVX2 void sse2_order_scores_avx2(const float* keys_t, int m, int d, int stride,
+                                          const double* query, double* scores) {
+  // Lanes are cache entries; per entry, `even` and `odd` accumulate as the two lanes of Eigen's
+  // packet do: c = c + k q, a rounded multiply and a rounded add, columns in order. Columns
+  // outermost, so that every row of keys_t streams contiguously; the sums of a block of entries
+  // stay in L1.
+  constexpr int kBlock = 256;
+  alignas(32) double even[kBlock], odd[kBlock];
+  for (int e0 = 0; e0 < m; e0 += kBlock) {
+    const int count = std::min(kBlock, m - e0), vectors = count / 4 * 4;
+    std::fill(even, even + count, 0.0);
+    std::fill(odd, odd + count, 0.0);
+    for (int j = 0; j + 2 <= d; j += 2) {
+      const __m256d qe = _mm256_set1_pd(query[j]), qo = _mm256_set1_pd(query[j + 1]);
+      const float* ke = keys_t + std::size_t(j) * stride + e0;
+      const float* ko = ke + stride;
+      for (int e = 0; e < vectors; e += 4) {
+        const __m256d pe = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(ke + e)), qe);
+        const __m256d po = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(ko + e)), qo);
+        _mm256_store_pd(even + e, _mm256_add_pd(_mm256_load_pd(even + e), pe));
+        _mm256_store_pd(odd + e, _mm256_add_pd(_mm256_load_pd(odd + e), po));
+      }
+      for (int e = vectors; e < count; ++e) {
+        even[e] = even[e] + double(ke[e]) * query[j];
+        odd[e] = odd[e] + double(ko[e]) * query[j + 1];
+      }
+    }
+    for (int e = 0; e < count; ++e) {
+      double sum = even[e] + odd[e];  // Eigen's predux: lane 0 + lane 1
+      if (d % 2 == 1)
+        sum = sum + double(keys_t[std::size_t(d - 1) * stride + e0 + e]) * query[d - 1];
+      scores[e0 + e] = 0.0 + sum;  // + the zeroed destination
+    }
+  }
+}
+
+void exact_attention_rows_avx2(const float* q, const float* k, const float* v, int n, int d,
+                               double scale, double* log_normalizer, double* output) {
+  Workspace w(k, v, n, d);
+  const int block = kBlockPanels * kRows;
+  for (int first = 0; first < n; first += block) {
+    const int panels = std::min(kBlockPanels, (n - first + kRows - 1) / kRows);
+    block_rows(w, q, first, panels, scale, log_normalizer, output);
+  }
+}
+
+}  // namespace subevict::detail
+
+#endif  // SUBEVICT_HAVE_AVX2_KERNELS

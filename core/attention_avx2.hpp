@@ -1,0 +1,57 @@
+#pragma once
+/// \file
+/// The AVX2 + FMA attention kernels behind core/exact_attention_rows.hpp and
+/// core/weighted_rows.hpp: raw pointers, no Eigen, so that nothing in them can be merged by the
+/// linker with code of other translation units. Their definitions carry
+/// __attribute__((target("avx2,fma"))) and must only run where cpu_supports_avx2_fma()
+/// (core/cpu_path.hpp); callers go through the dispatching functions, which check.
+
+// The kernel exists on x86 with GCC or Clang (per-function target attributes, <immintrin.h>).
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define SUBEVICT_HAVE_AVX2_KERNELS 1
+#endif
+
+namespace subevict::detail {
+
+/// Below this exponent the kernels' exp is exactly 0 (equals core/attention.hpp kLogMinNormal;
+/// exact_attention_rows.cpp asserts it).
+inline constexpr double kAvx2FlushBelow = -708.3964185322641;
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+/// out[e] = exp(x[e]) for e < count, exactly 0 where x[e] < kAvx2FlushBelow (and for -inf),
+/// within 2 ulp of the correctly rounded exp elsewhere. Precondition: every x[e] <= 0 or -inf
+/// (the kernel only exponentiates max-shifted scores), a CPU with AVX2 and FMA.
+void exp_flushed_avx2(const double* x, int count, double* out);
+
+/// Exact causal attention rows of one head in double, AVX2 + FMA: for every query i < n,
+/// log_normalizer[i] = log sum_{j<=i} exp(s_ij) and output[i * d + c] = sum_{j<=i} a_ij v[j * d +
+/// c] with s_ij = scale <q_i, k_j> and a_ij = exp(s_ij - log_normalizer[i]). q, k, v are row-major
+/// n x d floats; outputs are n and n * d doubles. Scores are double FMA dot products of the float
+/// inputs (products exact in double); the softmax is max-shifted, exp(x) is exactly 0 below
+/// kLogMinNormal (as core/attention.hpp underflow_exp) and within 2 ulp above it. Preconditions:
+/// n >= 1, d >= 1, finite inputs, a CPU with AVX2 and FMA. Cost 2 n^2 d flops (causal), memory
+/// O(n d) doubles.
+void exact_attention_rows_avx2(const float* q, const float* k, const float* v, int n, int d,
+                               double scale, double* log_normalizer, double* output);
+
+/// out[h * d + c] = sum_{e < m} weights[h * m + e] * rows[e * stride + c] for h < g, c < d: the
+/// d x g product rows^T weights with float rows m x d (row-major, row stride `stride` >= d) and
+/// weights m x g (column-major), out d x g (column-major), in double with FMA (the float rows
+/// converted exactly), e ascending. Preconditions: m, d, g >= 0, a CPU with AVX2 and FMA.
+void weighted_rows_avx2(const float* rows, int m, int d, int stride, const double* weights, int g,
+                        double* out);
+
+/// scores[e] = <double(k_e), query> for e < m, the keys stored transposed: k_e[j] =
+/// keys_t[j * stride + e] (d rows of floats, stride >= m), with exactly the rounded operations of
+/// Eigen 3.4's row-major matrix-vector product on 2-wide double packets without FMA (the
+/// baseline x86-64 build): per entry, one sum over the even columns and one over the odd ones,
+/// each from 0 in column order with a rounded multiply and a rounded add; then even + odd, then +
+/// the last product when d is odd, then 0 + the result. The floats convert exactly, so the scores
+/// equal Eigen's on the double copies bit for bit, while reading half the bytes. Preconditions:
+/// m, d >= 0, a CPU with AVX2; the build must not contract multiply-add pairs (-ffp-contract=off,
+/// cmake/CompilerOptions.cmake).
+void sse2_order_scores_avx2(const float* keys_t, int m, int d, int stride, const double* query,
+                            double* scores);
+#endif
+
+}  // namespace subevict::detail

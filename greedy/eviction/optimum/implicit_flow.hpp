@@ -1,0 +1,99 @@
+#pragma once
+/// \file
+/// The exact offline optimum of the irreversible eviction process on the network of
+/// offline_optimum.hpp, with its n(n+1)/2 token arcs left implicit (column generation).
+///
+/// An arc R_j → D_e (token j cached on steps j..e−1, e ∈ [j, n]) costs −C_j(e), where
+/// C_j(e) = Σ_{i=j+1}^{min(e, n−1)} W_ij is a prefix sum down column j of W: any arc's cost is one
+/// walk down a stored column, so no arc is ever stored unless it is needed. The solver keeps a
+/// small restricted network (the never-cached arc of every token plus the arcs added so far),
+/// solves it exactly with LEMON's network simplex, and prices every implicit arc against the
+/// potentials in one pass over the stored triangle:
+///
+///   - an arc with negative reduced cost is added (per token, the most negative), and the
+///     restricted network is solved again;
+///   - when no arc has a negative reduced cost, the restricted optimum is optimal for the whole
+///     network (linear-programming optimality), so the schedule is exact.
+///
+/// Costs are shifted per token and rounded to multiples of a quantum exactly as offline_optimum.hpp
+/// does, and pricing uses the same rounded costs, so the final schedule is the optimum of the
+/// rounded network, and the certificate below bounds the unrounded one.
+///
+/// Certificate. For any potentials y_0..y_n on the cache states D_0..D_n, Lagrangian relaxation of
+/// flow conservation at the D nodes gives (b_0 = k − 1, b_i = −1 for 0 < i < n, b_n = −k)
+///
+///   OPT ≤ Σ_j W_jj − [ Σ_i b_i y_i + Σ_j min_{e ∈ [j, n]} (y_e − C_j(e)) + k Σ_{i<n} min(0, y_{i+1} − y_i) ],
+///
+/// evaluated in one pass (lagrangian_upper_bound). Every round yields a feasible schedule (a lower
+/// bound) and such a bound from the round's potentials, so the loop can also stop at a requested
+/// relative gap (certified mode).
+///
+/// Memory: the stored triangle (TriangularGains: n(n+1)/2 entries) plus O(n · rounds) for the
+/// restricted network. Time per round: one network simplex on the restricted network and one
+/// O(n²) pricing pass.
+
+#include <functional>
+#include <vector>
+
+#include "greedy/eviction/process/cache_schedule.hpp"
+#include "greedy/eviction/process/triangular_gains.hpp"
+
+namespace subevict::greedy {
+
+/// One round of the column generation, for progress reports.
+struct ImplicitFlowRound {
+  int round = 0;                ///< 1-based
+  std::size_t arcs = 0;         ///< token arcs in the restricted network
+  std::size_t added = 0;        ///< arcs with negative reduced cost added after this round
+  double value = 0.0;           ///< the round's schedule value (a lower bound on OPT)
+  double upper_bound = 0.0;     ///< the round's certified upper bound
+  double seconds = 0.0;         ///< since the solve started
+};
+
+struct ImplicitFlowOptions {
+  /// When > 0, stop as soon as upper_bound − value ≤ relative_gap · upper_bound (status kFeasible
+  /// unless no arc is violated by then). 0: run until no arc is violated (status kOptimal). Must be
+  /// finite and ≥ 0.
+  double relative_gap = 0.0;
+  /// Rounds at most (status kFeasible when reached before optimality). Must be ≥ 1.
+  int max_rounds = 100000;
+  /// Arcs added per violated token and round: the most negative reduced cost, then the next ones
+  /// at other steps. Must be ≥ 1.
+  int arcs_per_token = 2;
+  /// Return the process form of the schedule (to_process_schedule).
+  bool process_form = true;
+  /// Called after every round (may be empty).
+  std::function<void(const ImplicitFlowRound&)> on_round;
+};
+
+/// The result: the schedule summary (value, certified upper_bound, schedule, step masses, status
+/// kOptimal when no implicit arc is violated, model_size = token arcs kept, nodes = rounds) and the
+/// potentials y_0..y_n whose Lagrangian bound is `summary.upper_bound`.
+struct ImplicitFlowResult {
+  ScheduleSummary summary;
+  std::vector<double> potentials;
+  int budget = 0;
+};
+
+/// The offline optimum for stored gains and budget ≥ 0 (throws InputError naming "implicit_flow"
+/// for a negative budget or invalid options). Equal to offline_optimum on the same W up to the
+/// certified rounding gap (tests: ≤ 1e-9 relative).
+template <class Scalar>
+[[nodiscard]] ImplicitFlowResult implicit_flow_optimum(const TriangularGains<Scalar>& gains, int budget,
+                                                       const ImplicitFlowOptions& options = {});
+
+/// implicit_flow_optimum for several budgets in one call, in ascending order of budget, each solve
+/// starting from the arcs the previous one needed (results in the order of `budgets`).
+template <class Scalar>
+[[nodiscard]] std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scalar>& gains,
+                                                                   const std::vector<int>& budgets,
+                                                                   const ImplicitFlowOptions& options = {});
+
+/// The certificate's upper bound on OPT for `budget` from potentials y_0..y_n (any real values;
+/// the formula in the file comment). Throws InputError unless potentials has n + 1 finite entries
+/// and budget ≥ 0. O(n²).
+template <class Scalar>
+[[nodiscard]] double lagrangian_upper_bound(const TriangularGains<Scalar>& gains, int budget,
+                                            const std::vector<double>& potentials);
+
+}  // namespace subevict::greedy

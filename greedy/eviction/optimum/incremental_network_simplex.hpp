@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// A primal network simplex for the eviction network of offline_optimum.hpp whose token arcs are
+/// added between solves, each solve continuing from the previous optimal basis (the column
+/// generation of implicit_flow.hpp adds a few arcs per round; a solver restarted from scratch
+/// would repeat all its pivots every round).
+///
+/// Network: R_j = node j (supply 1), D_i = node n + i (supply k − 1 at i = 0, −1 for 0 < i < n,
+/// −k at i = n); backbone arcs D_i → D_{i+1} (capacity k, cost 0), the never-cached arcs
+/// R_j → D_j (capacity 1) given at construction, and token arcs R_j → D_e (capacity 1) added with
+/// add_arc. Costs are integers (the caller rounds them), so every potential and reduced cost is
+/// exact.
+///
+/// The starting basis is the schedule that caches nothing: every never-cached arc carries its
+/// token, the backbone carries k, and the spanning tree is exactly those 2n arcs, rooted at D_n
+/// (strongly feasible: every tree arc at capacity points toward the root). Pivots keep the tree
+/// strongly feasible (Cunningham's rule: the leaving arc is the last blocking arc of the cycle
+/// met from its apex), which rules out cycling; entering arcs are chosen by block search.
+
+#include <cstdint>
+#include <vector>
+
+namespace subevict::greedy {
+
+class IncrementalNetworkSimplex {
+ public:
+  /// n tokens, budget k with 1 ≤ k ≤ n, never_cached_cost[j] the cost of R_j → D_j.
+  /// Precondition (std::invalid_argument otherwise): costs have n entries and |cost| < 2^60, and
+  /// (2n + 1) · max |cost| < 2^60 so that potentials and reduced costs fit in 64 bits.
+  IncrementalNetworkSimplex(int n, int k, const std::vector<std::int64_t>& never_cached_cost);
+
+  /// Adds the token arc R_j → D_e (j < e ≤ n) with the given integer cost (|cost| < 2^60, else
+  /// std::invalid_argument) at flow 0; returns its
+  /// id. The current basis stays feasible; its optimality is restored by the next solve().
+  int add_arc(int j, int e, std::int64_t cost);
+
+  /// Pivots to an optimal basis; returns the number of pivots.
+  std::uint64_t solve();
+
+  /// Per token j, the step e of the arc carrying it (e = j: never cached). O(arcs).
+  [[nodiscard]] std::vector<int> chosen_steps() const;
+
+  /// The potential π of a node (reduced cost of u → v is cost + π(u) − π(v); at optimality ≥ 0 on
+  /// arcs at flow 0 and ≤ 0 on arcs at capacity).
+  [[nodiscard]] std::int64_t potential(int node) const { return potential_[node]; }
+
+  /// Token arcs plus never-cached arcs (the backbone not counted).
+  [[nodiscard]] std::size_t token_arcs() const { return source_.size() - static_cast<std::size_t>(n_); }
+
+ private:
+  enum State : signed char { kTree = 0, kLower = 1, kUpper = -1 };
+  [[nodiscard]] std::int64_t reduced_cost(int arc) const {
+    return cost_[arc] + potential_[source_[arc]] - potential_[target_[arc]];
+  }
+  /// The next entering arc by block search, or −1 when the basis is optimal.
+  int find_entering();
+  void pivot(int entering);
+  void detach_child(int parent, int child);
+
+  int n_ = 0, k_ = 0;
+  // Arcs: backbone i (0 ≤ i < n) is arc i, never-cached arc of token j is arc n + j, then added arcs.
+  std::vector<int> source_, target_, capacity_, flow_;
+  std::vector<std::int64_t> cost_;
+  std::vector<State> state_;
+  // Spanning tree over 2n + 1 nodes rooted at D_n: parent node, arc to the parent, depth, children.
+  std::vector<int> parent_, parent_arc_, depth_;
+  std::vector<std::vector<int>> children_;
+  std::vector<std::int64_t> potential_;
+  std::size_t next_arc_ = 0;  // block search resumes here
+  // Scratch for pivots.
+  std::vector<int> up_from_first_, up_from_second_, stack_;
+};
+
+}  // namespace subevict::greedy

@@ -1,0 +1,146 @@
+// The offline optimum (min-cost flow), the per-step oracle U_i and the gain matrix W of one
+// (layer, KV head): every call into greedy/eviction/optimum/ goes through this file (optimum.hpp).
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "core/input_error.hpp"
+#include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/process/head_group.hpp"
+#include "optimum.hpp"
+
+namespace subevict::python {
+
+using namespace nb::literals;
+
+namespace {
+
+greedy::PivotRule parse_pivot(const std::string& name) {
+  if (name == "block-search") return greedy::PivotRule::kBlockSearch;
+  if (name == "first-eligible") return greedy::PivotRule::kFirstEligible;
+  if (name == "best-eligible") return greedy::PivotRule::kBestEligible;
+  if (name == "candidate-list") return greedy::PivotRule::kCandidateList;
+  if (name == "altering-list") return greedy::PivotRule::kAlteringList;
+  throw InputError("offline_optimum", "pivot",
+                   "block-search, first-eligible, best-eligible, candidate-list or altering-list", name);
+}
+
+}  // namespace
+
+std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int layer, int kv_head,
+                                                const std::vector<int>& budgets, greedy::OptimumMode mode) {
+  greedy::HeadEvaluationOptions options;
+  options.optimum = mode;
+  return greedy::evaluate_head_budgets(workload, layer, kv_head, {}, budgets, options);
+}
+
+nb::dict schedule_dict(greedy::ScheduleSummary&& s, double scale) {
+  nb::dict d;
+  d["status"] = greedy::to_string(s.status);
+  d["total"] = s.value / scale;
+  d["upper_bound"] = s.upper_bound / scale;
+  Eigen::VectorXd mass = s.step_mass / scale;
+  d["step_mass"] = owned_array(std::move(mass));
+  d["last_step"] = owned_array<int>(std::move(s.last_step));
+  d["arcs"] = s.model_size;
+  d["nodes"] = s.nodes;
+  d["seconds"] = s.seconds;
+  d["message"] = s.message;
+  return d;
+}
+
+nb::dict oracle_dict(greedy::StepOracle&& o, double scale) {
+  nb::dict d;
+  d["total"] = o.total / scale;
+  Eigen::VectorXd per_step = o.per_step / scale;
+  d["per_step"] = owned_array(std::move(per_step));
+  if (!o.chosen.empty()) {
+    nb::list chosen;
+    for (std::vector<int>& c : o.chosen) chosen.append(owned_array<int>(std::move(c)));
+    d["chosen"] = chosen;
+  }
+  return d;
+}
+
+void bind_optimum(nb::module_& m) {
+  m.def(
+      "gain_matrix",
+      [](const Workload& w, int layer, int kv_head, bool weight_by_value_norm) {
+        const greedy::HeadGroup group = [&] {
+          try {
+            return greedy::head_group(w, layer, kv_head);
+          } catch (const std::out_of_range& e) {
+            throw InputError("gain_matrix", "layer, kv_head", "indices inside the workload", e.what());
+          }
+        }();
+        Eigen::MatrixXd gains;
+        {
+          nb::gil_scoped_release release;
+          gains = greedy::gain_matrix(group, weight_by_value_norm);
+        }
+        return matrix_array(gains);
+      },
+      "workload"_a, "layer"_a, "kv_head"_a, "weight_by_value_norm"_a = false,
+      "W (n x n float64) of one (layer, KV head): the exact causal attention of its g query heads, summed (times "
+      "||v_j|| per token when weight_by_value_norm). The objective every offline solver maximizes.");
+
+  m.def(
+      "offline_optimum",
+      [](const AnyArray& gains_array, int budget, const std::string& pivot, bool prune_dominated_arcs, bool certify,
+         bool process_form) {
+        greedy::OfflineOptimumOptions options;
+        options.pivot = parse_pivot(pivot);
+        options.prune_dominated_arcs = prune_dominated_arcs;
+        options.certify = certify;
+        options.process_form = process_form;
+        const Eigen::MatrixXd gains = to_matrix(gains_array, "offline_optimum", "gains");
+        greedy::ScheduleSummary summary;
+        {
+          nb::gil_scoped_release release;
+          summary = greedy::offline_optimum(gains, budget, options);
+        }
+        return schedule_dict(std::move(summary), 1.0);
+      },
+      "gains"_a, "budget"_a, "pivot"_a = "block-search", "prune_dominated_arcs"_a = true, "certify"_a = true,
+      "process_form"_a = true,
+      "The exact offline optimum OPT of the irreversible eviction process for gains W (n x n float64, "
+      "lower-triangular, finite, >= 0: gain_matrix()) at cache budget k, as a min-cost flow. Returns {'status', "
+      "'total' (OPT), 'upper_bound' (certified: total <= OPT <= upper_bound), 'step_mass' (r_i per step), "
+      "'last_step' (t_j: the last step token j is cached; j - 1 when never), 'arcs', 'nodes', 'seconds', "
+      "'message'}.");
+
+  m.def(
+      "step_oracle",
+      [](const AnyArray& gains_array, int budget, bool keep_sets) {
+        const Eigen::MatrixXd gains = to_matrix(gains_array, "step_oracle", "gains");
+        greedy::StepOracle oracle;
+        {
+          nb::gil_scoped_release release;
+          oracle = greedy::step_oracle(gains, budget, keep_sets);
+        }
+        return oracle_dict(std::move(oracle), 1.0);
+      },
+      "gains"_a, "budget"_a, "keep_sets"_a = false,
+      "The per-step reversible oracle U_i = W_ii + (the k largest W_ij, j < i): an upper bound on every schedule, "
+      "step by step. Returns {'total', 'per_step', 'chosen' (keep_sets: the chosen past tokens of each step)}.");
+
+  m.def(
+      "schedule_value",
+      [](const AnyArray& gains_array, const std::vector<int>& last_step) {
+        const Eigen::MatrixXd gains = to_matrix(gains_array, "schedule_value", "gains");
+        if (last_step.size() != std::size_t(gains.rows())) {
+          throw InputError("schedule_value", "last_step", "one entry per token (" + std::to_string(gains.rows()) + ")",
+                           std::to_string(last_step.size()));
+        }
+        for (std::size_t j = 0; j < last_step.size(); ++j) {
+          if (last_step[j] < int(j) - 1 || last_step[j] >= int(last_step.size())) {
+            throw InputError("schedule_value", "last_step[" + std::to_string(j) + "]",
+                             "a step in [j - 1, n - 1]", std::to_string(last_step[j]));
+          }
+        }
+        return greedy::schedule_value(gains, last_step);
+      },
+      "gains"_a, "last_step"_a,
+      "The objective sum_i sum_{j in G_i} W_ij of a schedule given as last_step (t_j per token).");
+}
+
+}  // namespace subevict::python

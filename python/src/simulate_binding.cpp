@@ -1,0 +1,214 @@
+// `simulate`: built-in and Python eviction policies on chosen (layer, KV head) groups of a
+// workload against the offline optimum and the per-step oracle, with per-step traces as arrays.
+// The same building blocks as `subevict simulate` (greedy::evaluate_head's: head_group, simulate,
+// gain_matrix, step_oracle, offline_optimum), in the same units: masses are means over the g
+// query heads of a KV head (optimum and oracle divided by g).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "bindings.hpp"
+#include "core/input_error.hpp"
+#include "core/workload_io.hpp"
+#include "greedy/eviction/evaluation/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
+#include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
+#include "optimum.hpp"
+#include "python_policy.hpp"
+
+namespace subevict::python {
+
+using namespace nb::literals;
+
+namespace {
+
+/// One policy as given: a built-in spec or a Python object.
+struct PolicyItem {
+  std::string label;
+  std::optional<greedy::PolicySpec> spec;
+  nb::object object;  // a Python policy when !spec
+};
+
+std::vector<PolicyItem> parse_policies(const nb::list& policies, int horizon) {
+  std::vector<PolicyItem> items;
+  std::set<std::string> labels;
+  for (nb::handle p : policies) {
+    if (nb::isinstance<nb::str>(p)) {
+      for (greedy::PolicySpec& spec :
+           greedy::parse_policy_list(nb::str(p).c_str(), "simulate", "policies", horizon)) {
+        PolicyItem item{spec.label(), std::move(spec), nb::none()};
+        items.push_back(std::move(item));
+      }
+    } else {
+      const std::string label = python_policy_label(p);
+      check_python_policy(p, label);
+      items.push_back(PolicyItem{label, std::nullopt, nb::borrow(p)});
+    }
+  }
+  for (const PolicyItem& item : items) {
+    if (!labels.insert(item.label).second) {
+      throw InputError("simulate", "policies", "each label once (give a Python policy a distinct `name`)",
+                       item.label + " (listed twice)");
+    }
+  }
+  if (items.empty()) throw InputError("simulate", "policies", "at least one policy");
+  return items;
+}
+
+nb::dict trace_dict(greedy::Trace&& t, double g, int k) {
+  const std::size_t n = t.steps.size();
+  std::vector<double> retained(n), tv(n), error(n);
+  std::vector<int> evicted(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    retained[i] = t.steps[i].retained_mass;
+    tv[i] = t.steps[i].total_variation;
+    error[i] = t.steps[i].output_error;
+    evicted[i] = t.steps[i].evicted;
+  }
+  const double total = t.total_retained_mass() / g;
+  nb::dict d;
+  d["total_retained_mass"] = total;
+  d["mean_retained_mass"] = total / double(t.tokens);
+  d["mean_output_error"] = greedy::mean_output_error(t);
+  d["oracle_policy"] = t.oracle;
+  d["compressed"] = t.budget == k;
+  d["budget_size"] = t.budget;
+  d["last_step"] = owned_array<int>(t.last_step());
+  d["retained_mass"] = owned_array<double>(std::move(retained));
+  d["total_variation"] = owned_array<double>(std::move(tv));
+  d["output_error"] = owned_array<double>(std::move(error));
+  d["evicted"] = owned_array<int>(std::move(evicted));
+  const std::size_t heads = std::size_t(t.heads);
+  if (!t.head_retained_mass.empty()) {
+    d["head_retained_mass"] = owned_array<double>(std::move(t.head_retained_mass), {n, heads});
+    d["head_output_error"] = owned_array<double>(std::move(t.head_output_error), {n, heads});
+  }
+  if (!t.cache.empty()) {
+    nb::list cache;
+    for (std::vector<greedy::Token>& c : t.cache) cache.append(owned_array<int>(std::move(c)));
+    d["cache"] = cache;
+  }
+  d["precompute_seconds"] = t.precompute_seconds;
+  d["step_seconds"] = t.step_seconds;
+  return d;
+}
+
+nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std::vector<double>& budget_values,
+                      const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
+                      const std::string& optimum_name, std::uint64_t seed, int horizon, bool record_cache) {
+  const Shape& shape = w.shape();
+  if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
+  const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
+  const std::vector<PolicyItem> items = parse_policies(policy_list, horizon);
+  if (budget_values.empty()) throw InputError("simulate", "budget", "at least one budget");
+  if (layers.empty()) throw InputError("simulate", "layers", "at least one layer");
+  for (int l : layers) {
+    if (l < 0 || l >= shape.layers) {
+      throw InputError("simulate", "layers", "layers in [0, " + std::to_string(shape.layers) + ")", std::to_string(l));
+    }
+  }
+  std::vector<int> kv_heads;
+  if (kv_heads_arg) {
+    kv_heads = *kv_heads_arg;
+  } else {
+    for (int h = 0; h < shape.kv_heads; ++h) kv_heads.push_back(h);
+  }
+  if (kv_heads.empty()) throw InputError("simulate", "kv_heads", "at least one KV head");
+  for (int h : kv_heads) {
+    if (h < 0 || h >= shape.kv_heads) {
+      throw InputError("simulate", "kv_heads", "KV heads in [0, " + std::to_string(shape.kv_heads) + ")",
+                       std::to_string(h));
+    }
+  }
+  std::vector<int> budgets;
+  for (double b : budget_values) {
+    budgets.push_back(greedy::budget_from_value(b, "simulate").resolve(shape.tokens, 0));
+    for (const PolicyItem& item : items) {
+      if (item.spec) greedy::check_policy_budget(*item.spec, shape.tokens, budgets.back(), "simulate", "policies");
+    }
+  }
+  require_finite(w, layers, kv_heads, "simulate", "in the selected layers and KV heads");
+
+  nb::list out;
+  for (int layer : layers) {
+    for (int kv : kv_heads) {
+      const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
+      const double g = group.group_size();
+      std::vector<greedy::HeadEvaluation> optima;
+      if (optimum != greedy::OptimumMode::kNone) {
+        nb::gil_scoped_release release;
+        // One solve per budget, as `subevict simulate` runs its (layer, KV head, budget) cells.
+        for (int k : budgets) optima.push_back(std::move(head_optima(w, layer, kv, {k}, optimum).front()));
+      }
+      for (std::size_t b = 0; b < budgets.size(); ++b) {
+        const int k = budgets[b];
+        greedy::SimulationOptions options;
+        options.budget = k;
+        options.seed = seed;
+        options.record_cache = record_cache;
+        nb::dict cell;
+        cell["layer"] = layer;
+        cell["kv_head"] = kv;
+        cell["budget"] = budget_values[b];
+        cell["budget_size"] = k;
+        cell["group_size"] = group.group_size();
+        cell["tokens"] = shape.tokens;
+        nb::dict traces;
+        for (const PolicyItem& item : items) {
+          std::unique_ptr<greedy::EvictionPolicy> policy =
+              item.spec ? greedy::make_policy(*item.spec) : std::make_unique<PythonPolicy>(item.object, item.label);
+          greedy::Trace trace;
+          {
+            nb::gil_scoped_release release;
+            trace = greedy::simulate(group, *policy, options);
+          }
+          trace.policy = item.label;
+          traces[item.label.c_str()] = trace_dict(std::move(trace), g, k);
+        }
+        cell["policies"] = traces;
+        cell["optimum"] = nb::none();
+        cell["oracle"] = nb::none();
+        if (!optima.empty()) {
+          greedy::HeadEvaluation& e = optima[b];
+          if (e.has_oracle) {
+            cell["oracle_total"] = e.oracle.total / g;
+            cell["oracle"] = oracle_dict(std::move(e.oracle), g);
+          }
+          if (e.has_optimum) cell["optimum"] = schedule_dict(std::move(e.optimum), g);
+        }
+        out.append(cell);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_simulate(nb::module_& m) {
+  m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
+        "optimum"_a, "seed"_a, "horizon"_a, "record_cache"_a,
+        "The engine of subevict.simulate (see its docstring); arguments already normalized to lists.");
+  m.def("policy_names", &greedy::spec_policy_names, "The built-in policies' names (simulate --list-policies).");
+  m.def(
+      "policy_parameters",
+      [](const std::string& name) {
+        nb::list out;
+        for (const greedy::PolicyParameter& p : greedy::policy_parameters(name)) {
+          nb::dict d;
+          d["key"] = p.key;
+          d["meaning"] = p.meaning;
+          d["default"] = p.default_value;
+          out.append(d);
+        }
+        return out;
+      },
+      "name"_a, "The parameters of a built-in policy: [{'key', 'meaning', 'default'}].");
+}
+
+}  // namespace subevict::python

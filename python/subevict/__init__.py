@@ -1,0 +1,156 @@
+"""subevict: the theory of KV-cache eviction, executable, from Python.
+
+The compiled library (subevict._subevict) does the work; this module gives it a Pythonic face.
+Every function takes and returns NumPy arrays; bad input raises subevict.InputError (a
+ValueError) with the library's message, and a policy that breaks the eviction contract raises
+subevict.PolicyContractError naming the step. See docs/python.md.
+
+    import subevict
+    w = subevict.generate("llama2-7b", tokens=512, seed=7)
+    runs = subevict.simulate(w, ["h2o", "tova"], budget=0.2, kv_heads=[0])
+    print(runs[0]["policies"]["h2o"]["mean_retained_mass"], runs[0]["optimum"]["total"] / w.tokens)
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from . import _subevict
+from ._subevict import (
+    InputError,
+    PolicyContractError,
+    SetFunction,
+    Workload,
+    attention,
+    check_ids,
+    exact_optimum,
+    facility_location,
+    gain_matrix,
+    generate,
+    greedy,
+    inspect,
+    modular,
+    offline_optimum,
+    policy_names,
+    policy_parameters,
+    presets,
+    read_workload,
+    schedule_value,
+    step_oracle,
+    tracked_attention,
+    weighted_coverage,
+    write_workload,
+)
+from .policies import Policy, ScorePolicy
+
+__all__ = [
+    "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "attention",
+    "check_ids", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
+    "modular", "offline_optimum", "policy_names", "policy_parameters", "presets", "read_workload",
+    "schedule_value", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
+    "write_workload",
+]
+
+__version__ = "0.1.0"
+
+
+def _int_list(value: Union[int, Iterable[int], None], name: str) -> Optional[list]:
+    """None, an int, or an iterable of ints, as a list of ints (InputError otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return [int(value)]
+    if isinstance(value, (str, bytes)):
+        raise InputError(f"{name}: expected an int or a list of ints, got {value!r}")
+    try:
+        items = list(value)
+    except TypeError:
+        raise InputError(f"{name}: expected an int or a list of ints, got {type(value).__name__}") from None
+    for item in items:
+        if not isinstance(item, numbers.Integral) or isinstance(item, bool):
+            raise InputError(f"{name}: expected ints, got {item!r}")
+    return [int(item) for item in items]
+
+
+def _budget_list(budget: Union[float, Sequence[float]]) -> list:
+    if isinstance(budget, numbers.Real) and not isinstance(budget, bool):
+        return [float(budget)]
+    if isinstance(budget, (str, bytes)):
+        raise InputError(f"simulate: budget: expected a number or a list of numbers, got {budget!r}")
+    items = list(budget)
+    for item in items:
+        if not isinstance(item, numbers.Real) or isinstance(item, bool):
+            raise InputError(f"simulate: budget: expected numbers, got {item!r}")
+    return [float(item) for item in items]
+
+
+def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o,local,streamingllm,l2norm,tova,random",
+             budget: Union[float, Sequence[float]] = 0.2, layers: Union[int, Iterable[int]] = 0,
+             kv_heads: Union[int, Iterable[int], None] = None, optimum: str = "flow", seed: int = 0,
+             horizon: int = 16, record_cache: bool = False) -> list:
+    """Runs eviction policies on (layer, KV head) groups of `workload` against the offline optimum.
+
+    The same process, policies, optimum and units as `subevict simulate` (masses are means over the
+    query heads of a KV head, so a step contributes at most 1).
+
+    policies: a policy list string as on the command line ("h2o:heavy=0.25,tova"), a Python policy
+        object (subevict.Policy or subevict.ScorePolicy, or anything with evict() or score()), or a
+        list mixing both.
+    budget: a ratio in (0, 1) of the sequence length or an integer size, or a list of them.
+    layers, kv_heads: an int or a list (kv_heads default: every KV head).
+    optimum: "flow" (offline optimum and per-step oracle), "oracle" (oracle only) or "none".
+    record_cache: also return every step's cache S_i (memory O(n k) per policy).
+
+    Returns one dict per (layer, KV head, budget), layers outer, budgets inner:
+        {"layer", "kv_head", "budget" (as given), "budget_size" (k), "group_size" (g), "tokens" (n),
+         "policies": {label: {"total_retained_mass", "mean_retained_mass", "mean_output_error",
+                              "oracle_policy", "compressed", "budget_size", "last_step" (int32 [n]),
+                              "retained_mass", "total_variation", "output_error" (float64 [n]),
+                              "evicted" (int32 [n], -1: none), "head_retained_mass",
+                              "head_output_error" (float64 [n, g]), "cache" (record_cache),
+                              "precompute_seconds", "step_seconds"}},
+         "optimum": None or {"status", "total", "upper_bound", "step_mass", "last_step", "arcs",
+                             "nodes", "seconds", "message"},
+         "oracle": None or {"total", "per_step"}, "oracle_total" (when computed)}
+    """
+    if not isinstance(workload, Workload):
+        raise InputError(f"simulate: workload: expected a subevict.Workload, got {type(workload).__name__}")
+    if isinstance(policies, str) or not isinstance(policies, (list, tuple)):
+        policies = [policies]
+    layer_list = _int_list(layers, "simulate: layers")
+    head_list = _int_list(kv_heads, "simulate: kv_heads")
+    return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
+                               int(seed), int(horizon), bool(record_cache))
+
+
+def verify(workload: Union[Workload, str, os.PathLike, None] = None, *, checks: Sequence[str] = (),
+           policies: Union[str, Sequence[str]] = (), layers: Union[int, Iterable[int], None] = None,
+           preset: str = "llama2-7b", tokens: int = 1024, seed: int = 7, effort: float = 1.0,
+           budget_ratio: float = 0.2, output: Union[str, os.PathLike, None] = None) -> dict:
+    """Runs the registry of checks, as `subevict verify`, and returns results.json as a dict.
+
+    workload: a Workload, a path (read as `verify --workload PATH`), or None for the built-in LLM-like
+        workload of `preset`, `tokens` and `seed` (layer 0 unless `layers`).
+    checks: ids to run (check_ids(); default all). policies: the policies
+        h2o.greedy_vs_offline_optimum compares (spec lists as `verify --policy`).
+    output: also write the report directory (report.md, results.json, plots) there.
+    The dict holds "settings", "checks" (one entry per check: id, kind, outcome, key_number,
+    measurements, ...) and "summary" (with the summary line the command prints).
+    """
+    source = None
+    if isinstance(workload, (str, os.PathLike)):
+        source = os.fspath(workload)
+        workload = read_workload(source)
+    elif workload is not None and not isinstance(workload, Workload):
+        raise InputError(f"verify: workload: expected a Workload, a path or None, got {type(workload).__name__}")
+    if isinstance(policies, str):
+        policies = [policies]
+    if isinstance(checks, str):
+        checks = [checks]
+    text = _subevict._verify(workload, preset, int(tokens), _int_list(layers, "verify: layers"), list(checks),
+                             list(policies), int(seed), float(effort), float(budget_ratio),
+                             None if output is None else os.fspath(output), source)
+    return json.loads(text)

@@ -1,0 +1,237 @@
+// Tests core/exact_attention_rows.hpp and its AVX2 kernel (core/attention_avx2.hpp):
+// both CPU paths against an independent long-double evaluation of the definitions, and against
+// each other, within exact_rows_tolerance, on random and adversarial heads (ties, all-equal
+// scores, scores so spread that most weights underflow, shapes that fill no tile or panel).
+#include "core/exact_attention_rows.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/attention.hpp"
+#include "core/attention_avx2.hpp"
+#include "core/generator.hpp"
+#include "core/input_error.hpp"
+
+namespace subevict {
+namespace {
+
+struct Head {
+  int n, d;
+  std::vector<float> q, k, v;
+  ConstHeadMap Q() const { return {q.data(), n, d}; }
+  ConstHeadMap K() const { return {k.data(), n, d}; }
+  ConstHeadMap V() const { return {v.data(), n, d}; }
+};
+
+/// A random head with entries in [-magnitude, magnitude], magnitude from 1e-3 to 1e3 (at 1e3 the
+/// scores spread over ~1e6 and nearly every weight underflows), with repeated keys (ties) and
+/// all-zero queries (all-equal scores) mixed in.
+Head gen_head() {
+  Head h;
+  h.n = *rc::gen::inRange(1, 80);
+  h.d = *rc::gen::inRange(1, 20);
+  const float magnitude = *rc::gen::element(1e-3f, 0.3f, 1.0f, 8.0f, 1e3f);
+  const auto entry = rc::gen::map(rc::gen::inRange(-1000, 1001),
+                                  [magnitude](int x) { return magnitude * float(x) / 1000.f; });
+  const std::size_t size = std::size_t(h.n) * h.d;
+  h.q = *rc::gen::container<std::vector<float>>(size, entry);
+  h.k = *rc::gen::container<std::vector<float>>(size, entry);
+  h.v = *rc::gen::container<std::vector<float>>(size, entry);
+  if (*rc::gen::arbitrary<bool>()) {  // ties: every key a copy of one of the first three
+    for (int j = 3; j < h.n; ++j) {
+      for (int p = 0; p < h.d; ++p)
+        h.k[std::size_t(j) * h.d + p] = h.k[std::size_t(j % 3) * h.d + p];
+    }
+  }
+  if (*rc::gen::arbitrary<bool>()) {  // all-equal scores on some rows
+    for (int i = 0; i < h.n; i += 2) {
+      for (int p = 0; p < h.d; ++p) h.q[std::size_t(i) * h.d + p] = 0.0f;
+    }
+  }
+  return h;
+}
+
+/// L_i and o_i straight from the definitions in long double (an independent evaluation).
+ExactRows naive_rows(const Head& h, double scale) {
+  ExactRows out{std::vector<double>(std::size_t(h.n)), RowMatrixd(h.n, h.d)};
+  for (int i = 0; i < h.n; ++i) {
+    std::vector<long double> s(std::size_t(i + 1));
+    long double top = -std::numeric_limits<long double>::infinity();
+    for (int j = 0; j <= i; ++j) {
+      long double dot = 0;
+      for (int p = 0; p < h.d; ++p)
+        dot += (long double)h.q[std::size_t(i) * h.d + p] * h.k[std::size_t(j) * h.d + p];
+      s[std::size_t(j)] = scale * dot;
+      top = std::max(top, s[std::size_t(j)]);
+    }
+    long double sum = 0;
+    for (long double x : s) sum += std::exp(x - top);
+    const long double log_normalizer = top + std::log(sum);
+    out.log_normalizer[std::size_t(i)] = double(log_normalizer);
+    for (int c = 0; c < h.d; ++c) {
+      long double o = 0;
+      for (int j = 0; j <= i; ++j)
+        o += std::exp(s[std::size_t(j)] - log_normalizer) * h.v[std::size_t(j) * h.d + c];
+      out.output(i, c) = double(o);
+    }
+  }
+  return out;
+}
+
+double max_abs(const std::vector<float>& x) {
+  double m = 0;
+  for (float e : x) m = std::max(m, double(std::fabs(e)));
+  return m;
+}
+
+/// Every L_i and o_ic of `a` within the tolerance of `b`; the first offender in the message.
+void expect_close(const ExactRows& a, const ExactRows& b, const Head& h, double scale,
+                  const char* what) {
+  const ExactRowsTolerance tol =
+      exact_rows_tolerance(h.n, h.d, score_magnitude(h.Q(), h.K(), scale));
+  const double v_max = max_abs(h.v);
+  for (int i = 0; i < h.n; ++i) {
+    RC_ASSERT(std::isfinite(a.log_normalizer[std::size_t(i)]));
+    if (std::fabs(a.log_normalizer[std::size_t(i)] - b.log_normalizer[std::size_t(i)]) >
+        tol.log_normalizer) {
+      RC_FAIL(std::string(what) + ": L_" + std::to_string(i) + " " +
+              std::to_string(a.log_normalizer[std::size_t(i)]) + " vs " +
+              std::to_string(b.log_normalizer[std::size_t(i)]));
+    }
+    for (int c = 0; c < h.d; ++c) {
+      if (!(std::fabs(a.output(i, c) - b.output(i, c)) <= tol.output * v_max)) {
+        RC_FAIL(std::string(what) + ": o_" + std::to_string(i) + "," + std::to_string(c) + " " +
+                std::to_string(a.output(i, c)) + " vs " + std::to_string(b.output(i, c)));
+      }
+    }
+  }
+}
+
+RC_GTEST_PROP(ExactAttentionRows, PortableMatchesTheDefinitions, ()) {
+  const Head h = gen_head();
+  const double scale = *rc::gen::element(1.0, 0.125, -0.5);
+  expect_close(exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kPortable),
+               naive_rows(h, scale), h, scale, "portable vs definition");
+}
+
+RC_GTEST_PROP(ExactAttentionRows, Avx2MatchesTheDefinitionsAndThePortablePath, ()) {
+  if (!cpu_supports_avx2_fma()) RC_DISCARD("no AVX2 + FMA on this CPU");
+  const Head h = gen_head();
+  const double scale = *rc::gen::element(1.0, 0.125, -0.5);
+  const ExactRows fast = exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kAvx2Fma);
+  expect_close(fast, naive_rows(h, scale), h, scale, "avx2 vs definition");
+  expect_close(fast, exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kPortable), h, scale,
+               "avx2 vs portable");
+}
+
+TEST(ExactAttentionRows, Avx2MatchesThePortablePathOnAnLlmLikeHead) {
+  if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  // 301 rows: ten 32-row blocks and a ragged panel; d = 128 fills 21 value tiles and part of one.
+  WorkloadSpec spec = spec_from_preset("llama2-7b", 301, 1, 3);
+  const Workload w = generate_workload(spec);
+  for (int head : {0, 5}) {
+    const ConstHeadMap q = w.q(0, head), k = w.k(0, head), v = w.v(0, head);
+    const ExactRows fast = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kAvx2Fma);
+    const ExactRows portable = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kPortable);
+    const ExactRowsTolerance tol =
+        exact_rows_tolerance(int(q.rows()), int(q.cols()), score_magnitude(q, k, w.score_scale()));
+    const double v_max = v.cwiseAbs().maxCoeff();
+    for (int i = 0; i < int(q.rows()); ++i) {
+      ASSERT_NEAR(fast.log_normalizer[std::size_t(i)], portable.log_normalizer[std::size_t(i)],
+                  tol.log_normalizer)
+          << i;
+    }
+    EXPECT_LE((fast.output - portable.output).cwiseAbs().maxCoeff(), tol.output * v_max);
+  }
+}
+
+TEST(ExactAttentionRows, EqualScoresGiveTheMeanOfTheValues) {
+  // q = 0: every score is 0, so L_i = log(i + 1) and o_i is the mean of v_0..v_i.
+  Head h{37, 7, std::vector<float>(37 * 7, 0.0f), {}, {}};
+  for (int e = 0; e < 37 * 7; ++e) {
+    h.k.push_back(float((e * 7919) % 97) / 13.0f);
+    h.v.push_back(float((e * 104729) % 89) / 11.0f - 4.0f);
+  }
+  for (CpuPath path : {CpuPath::kPortable, CpuPath::kAvx2Fma}) {
+    if (path == CpuPath::kAvx2Fma && !cpu_supports_avx2_fma()) continue;
+    const ExactRows rows = exact_attention_rows(h.Q(), h.K(), h.V(), 0.7, path);
+    std::vector<double> running(7, 0.0);
+    for (int i = 0; i < h.n; ++i) {
+      EXPECT_NEAR(rows.log_normalizer[std::size_t(i)], std::log(double(i + 1)), 1e-14)
+          << to_string(path) << " " << i;
+      for (int c = 0; c < h.d; ++c) {
+        running[std::size_t(c)] += h.v[std::size_t(i) * h.d + c];
+        EXPECT_NEAR(rows.output(i, c), running[std::size_t(c)] / (i + 1), 1e-13)
+            << to_string(path) << " " << i;
+      }
+    }
+  }
+}
+
+TEST(ExactAttentionRows, RejectsMismatchedShapes) {
+  const std::vector<float> a(12, 1.0f);
+  const ConstHeadMap q3(a.data(), 3, 4), k4(a.data(), 4, 3), none(a.data(), 0, 4);
+  EXPECT_THROW((void)exact_attention_rows(q3, k4, q3, 1.0, CpuPath::kPortable),
+               std::invalid_argument);
+  EXPECT_THROW((void)exact_attention_rows(none, none, none, 1.0, CpuPath::kPortable),
+               std::invalid_argument);
+}
+
+TEST(ExactAttentionRows, ToleranceGrowsWithTheScoresAndTheLength) {
+  const ExactRowsTolerance small = exact_rows_tolerance(16, 8, 1.0),
+                           large = exact_rows_tolerance(4096, 128, 100.0);
+  EXPECT_GT(small.log_normalizer, 0.0);
+  EXPECT_GT(large.log_normalizer, small.log_normalizer);
+  EXPECT_GT(large.output, 2.0 * large.log_normalizer);
+  EXPECT_LT(large.log_normalizer, 1e-9);  // FP64 throughout: far below float's 6e-8
+}
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+/// |got - want| within 2 ulp of want, with an absolute floor of 2 ulp of the smallest subnormal.
+bool within_two_ulp(double got, double want) {
+  return std::fabs(got - want) <=
+         2.0 * DBL_EPSILON * std::fabs(want) + 2.0 * std::numeric_limits<double>::denorm_min();
+}
+
+RC_GTEST_PROP(ExpFlushedAvx2, WithinTwoUlpAndZeroBelowTheFlushPoint, ()) {
+  if (!cpu_supports_avx2_fma()) RC_DISCARD("no AVX2 + FMA on this CPU");
+  const int count = *rc::gen::inRange(1, 19);
+  std::vector<double> x;
+  for (int e = 0; e < count; ++e) {
+    const int kind = *rc::gen::inRange(0, 4);
+    const double u = double(*rc::gen::inRange(0, 1 << 30)) / double(1 << 30);
+    x.push_back(kind == 0   ? -760.0 * u  // the whole range and beyond
+                : kind == 1 ? -std::ldexp(u, -*rc::gen::inRange(0, 60))  // near 0
+                : kind == 2 ? kLogMinNormal + 2.0 * (u - 0.5)            // around the flush point
+                            : -std::numeric_limits<double>::infinity());
+  }
+  std::vector<double> out(x.size());
+  detail::exp_flushed_avx2(x.data(), count, out.data());
+  for (int e = 0; e < count; ++e) {
+    const double want = x[std::size_t(e)] < kLogMinNormal ? 0.0 : std::exp(x[std::size_t(e)]);
+    RC_ASSERT(within_two_ulp(out[std::size_t(e)], want));
+    if (x[std::size_t(e)] < kLogMinNormal) RC_ASSERT(out[std::size_t(e)] == 0.0);
+  }
+}
+
+TEST(ExpFlushedAvx2, ExactAtZero) {
+  if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  const double x[5] = {0.0, -0.0, -std::log(2.0), kLogMinNormal,
+                       std::nextafter(kLogMinNormal, -1000.0)};
+  double out[5];
+  detail::exp_flushed_avx2(x, 5, out);
+  EXPECT_EQ(out[0], 1.0);
+  EXPECT_EQ(out[1], 1.0);
+  EXPECT_TRUE(within_two_ulp(out[2], 0.5));
+  EXPECT_GT(out[3], 0.0);
+  EXPECT_EQ(out[4], 0.0);
+}
+#endif
+
+}  // namespace
+}  // namespace subevict
