@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -37,6 +38,7 @@
 #include "core/progress.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
+#include "greedy/eviction/evaluation/budget_curve.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
 #include "greedy/eviction/evaluation/recorded_decisions.hpp"
 #include "greedy/eviction/process/schedule_overlap.hpp"
@@ -67,6 +69,8 @@ struct SimulateArgs {
   std::string budgets;
   std::string policies = "h2o,local,streamingllm,l2norm,tova,random";
   std::string optimum = "flow";
+  double gap = 1e-4;     // --optimum certified: the relative gap at which each budget stops
+  int budget_curve = 0;  // > 0: OPT(k) for every k = 1..K per head
   std::uint64_t seed = 0;
   int horizon = 16;
   int threads = 1;
@@ -100,6 +104,8 @@ struct Cell : greedy::HeadEvaluation {
   std::vector<greedy::ScheduleOverlap> overlaps;
   /// Recorded traces that --decisions-to-process changed: label -> tokens whose t_j changed.
   std::map<std::string, int> converted;
+  /// Wall seconds of the cell's (layer, KV head), all budgets and the budget curve together.
+  double head_seconds = 0.0;
 };
 
 std::vector<std::string> split(const std::string& list) {
@@ -140,67 +146,84 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-/// Runs the cells of the selected heads on `threads` workers (results in a fixed order).
+/// Runs the selected heads on `threads` workers, one head at a time per worker, every budget of a
+/// head in one evaluation (its optimum from one implicit_flow_optima call); cells in the order
+/// (head, budget). With --budget-curve K, also each head's OPT(k) for k = 1..K into `curves`.
 std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, int>>& heads,
                             const std::vector<double>& budgets, const std::vector<greedy::PolicySpec>& specs,
-                            const SimulateArgs& args, const BatchedRuns& batched, const RecordedInputs& recorded) {
+                            const SimulateArgs& args, const BatchedRuns& batched, const RecordedInputs& recorded,
+                            std::vector<greedy::BudgetCurve>& curves) {
   const int n = w.shape().tokens;
   std::vector<Cell> cells(heads.size() * budgets.size());
+  curves.assign(args.budget_curve > 0 ? heads.size() : 0, greedy::BudgetCurve{});
+  std::vector<int> sizes;  // k per budget value
+  for (double b : budgets) sizes.push_back(to_budget(b).resolve(n, 0));
+  std::vector<greedy::PolicySpec> rest;  // the policies the reference simulator runs (batched: all budgets or none)
+  for (const auto& spec : specs) {
+    if (!batched.count({spec.label(), budgets.front()})) rest.push_back(spec);
+  }
+  greedy::HeadEvaluationOptions options;
+  options.seed = args.seed;
+  options.horizon = args.horizon;
+  options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
+  options.relative_gap = args.gap;
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex mutex;
-  Progress progress("simulate", (long long)cells.size(), "(layer, KV head, budget) cells", args.quiet);
+  Progress progress("simulate", (long long)heads.size(), "(layer, KV head) groups", args.quiet);
   auto worker = [&]() {
-    for (std::size_t c; (c = next++) < cells.size();) {
+    for (std::size_t h; (h = next++) < heads.size();) {
       try {
-        const auto [layer, kv] = heads[c / budgets.size()];
-        Cell& cell = cells[c];
-        cell.budget_value = budgets[c % budgets.size()];
-        greedy::HeadEvaluationOptions options;
-        options.budget = to_budget(cell.budget_value).resolve(n, 0);
-        options.seed = args.seed;
-        options.horizon = args.horizon;
-        options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
-        std::vector<greedy::PolicySpec> rest;  // the policies the reference simulator runs
-        for (const auto& spec : specs) {
-          if (!batched.count({spec.label(), cell.budget_value})) rest.push_back(spec);
-        }
-        static_cast<greedy::HeadEvaluation&>(cell) = greedy::evaluate_head(w, layer, kv, rest, options);
-        std::vector<Trace> ordered;
-        std::size_t from_rest = 0;
-        for (const auto& spec : specs) {
-          const auto it = batched.find({spec.label(), cell.budget_value});
-          if (it != batched.end()) {
-            ordered.push_back(it->second.trace(layer, kv));
-            ordered.back().policy = spec.label();
-          } else {
-            ordered.push_back(std::move(cell.traces[from_rest++]));
+        const auto start = std::chrono::steady_clock::now();
+        const auto [layer, kv] = heads[h];
+        std::vector<greedy::HeadEvaluation> evaluations =
+            greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, options);
+        for (std::size_t b = 0; b < budgets.size(); ++b) {
+          Cell& cell = cells[h * budgets.size() + b];
+          cell.budget_value = budgets[b];
+          static_cast<greedy::HeadEvaluation&>(cell) = std::move(evaluations[b]);
+          std::vector<Trace> ordered;
+          std::size_t from_rest = 0;
+          for (const auto& spec : specs) {
+            const auto it = batched.find({spec.label(), cell.budget_value});
+            if (it != batched.end()) {
+              ordered.push_back(it->second.trace(layer, kv));
+              ordered.back().policy = spec.label();
+            } else {
+              ordered.push_back(std::move(cell.traces[from_rest++]));
+            }
+          }
+          cell.traces = std::move(ordered);
+          if (cell.budget_value == recorded.budget) {
+            greedy::SimulationOptions sim;
+            sim.budget = sizes[b];
+            sim.seed = args.seed;
+            for (std::size_t f = 0; f < recorded.files.size(); ++f) {
+              greedy::RecordedRun run = greedy::simulate_recorded(w, layer, kv, recorded.files[f],
+                                                                  recorded.labels[f], sim, recorded.admission);
+              if (run.admitted.converted) cell.converted[recorded.labels[f]] = run.admitted.changed_tokens;
+              cell.traces.push_back(std::move(run.trace));
+            }
+          }
+          if (args.schedules && cell.has_optimum) {
+            const Eigen::MatrixXd gains = greedy::gain_matrix(greedy::head_group(w, layer, kv));
+            for (const Trace& t : cell.traces) {
+              cell.overlaps.push_back(greedy::schedule_overlap(gains, t.last_step(), cell.optimum.last_step));
+            }
           }
         }
-        cell.traces = std::move(ordered);
-        if (cell.budget_value == recorded.budget) {
-          greedy::SimulationOptions sim;
-          sim.budget = options.budget;
-          sim.seed = args.seed;
-          for (std::size_t f = 0; f < recorded.files.size(); ++f) {
-            greedy::RecordedRun run = greedy::simulate_recorded(w, layer, kv, recorded.files[f], recorded.labels[f],
-                                                                sim, recorded.admission);
-            if (run.admitted.converted) cell.converted[recorded.labels[f]] = run.admitted.changed_tokens;
-            cell.traces.push_back(std::move(run.trace));
-          }
+        if (args.budget_curve > 0) {
+          curves[h] = greedy::optimum_budget_curve(w, layer, kv, args.budget_curve,
+                                                   options.optimum == greedy::OptimumMode::kCertified ? args.gap : 0.0);
         }
-        if (args.schedules && cell.has_optimum) {
-          const Eigen::MatrixXd gains = greedy::gain_matrix(greedy::head_group(w, layer, kv));
-          for (const Trace& t : cell.traces) {
-            cell.overlaps.push_back(greedy::schedule_overlap(gains, t.last_step(), cell.optimum.last_step));
-          }
-        }
-        progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", budget " +
-                                fmt(cell.budget_value) + ")");
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        for (std::size_t b = 0; b < budgets.size(); ++b) cells[h * budgets.size() + b].head_seconds = seconds;
+        progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", " +
+                                significant_digits(seconds, 3) + " s)");
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!failure) failure = std::current_exception();
-        next = cells.size();
+        next = heads.size();
       }
     }
   };
@@ -225,11 +248,46 @@ using Aggregate = std::map<std::pair<std::string, double>, std::pair<double, int
 /// "0.2 n" for a ratio, "k = 64" for a size.
 std::string budget_text(double b) { return b < 1.0 ? fmt(b) + " n" : "k = " + fmt(b); }
 
+/// Per (series, k) of --budget-curve: the mean over heads of OPT(k) / n (series "OPT" where every
+/// head's point is exact, else "OPT_lower" and "OPT_upper" from the certified intervals), and the
+/// CSV of every head's points.
+std::pair<Aggregate, std::string> budget_curve_outputs(const std::vector<greedy::BudgetCurve>& curves) {
+  Aggregate mean;
+  std::map<int, bool> exact;  // k -> every head optimal
+  std::ostringstream csv;
+  csv << "layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,seconds\n";
+  for (const greedy::BudgetCurve& c : curves) {
+    const double g = c.heads, n = c.tokens;
+    for (const greedy::BudgetCurvePoint& p : c.points) {
+      csv << c.layer << ',' << c.kv_head << ',' << p.budget << ',' << significant_digits(p.value / g, 10) << ','
+          << significant_digits(p.upper_bound / g, 10) << ',' << greedy::to_string(p.status) << ','
+          << significant_digits(c.seconds, 4) << '\n';
+      auto& lower = mean[{"OPT_lower", double(p.budget)}];
+      lower.first += p.value / g / n;
+      lower.second += 1;
+      auto& upper = mean[{"OPT_upper", double(p.budget)}];
+      upper.first += p.upper_bound / g / n;
+      upper.second += 1;
+      const auto [it, fresh] = exact.emplace(p.budget, true);
+      it->second = it->second && p.status == greedy::ScheduleStatus::kOptimal;
+    }
+  }
+  if (!curves.empty() && std::all_of(exact.begin(), exact.end(), [](const auto& e) { return e.second; })) {
+    Aggregate opt;
+    for (const auto& [key, value] : mean) {
+      if (key.first == "OPT_lower") opt[{"OPT", key.second}] = value;
+    }
+    return {opt, csv.str()};
+  }
+  return {mean, csv.str()};
+}
+
 /// The figures: retained mass per step at the main budget (a centred running mean over n / 32
 /// steps of the mean over head groups), retained mass against the budget, and the gap to the
 /// optimum per policy at the main budget (when OPT was computed).
 std::vector<plot::Figure> figures(const std::vector<Cell>& cells, const std::vector<std::string>& names,
-                                  double main_budget, int tokens, const Aggregate& aggregate) {
+                                  double main_budget, int tokens, const Aggregate& aggregate,
+                                  const Aggregate& curve_points) {
   std::map<std::string, std::vector<double>> per_step;  // summed over the head groups at the main budget
   int groups = 0;
   for (const Cell& c : cells) {
@@ -278,6 +336,9 @@ std::vector<plot::Figure> figures(const std::vector<Cell>& cells, const std::vec
     const double x = key.second < 1.0 ? key.second : key.second / double(tokens);
     curves[key.first].emplace(x, value.first / value.second);  // a size equal to a ratio: the first
   }
+  for (const auto& [key, value] : curve_points) {  // --budget-curve: OPT at every k = 1..K
+    curves[key.first].emplace(key.second / double(tokens), value.first / value.second);
+  }
   out.push_back(sweep::budget_curve_figure(curves, names, scope));
 
   const auto opt = aggregate.find({"OPT", main_budget});
@@ -300,9 +361,10 @@ std::vector<plot::Figure> figures(const std::vector<Cell>& cells, const std::vec
   return out;
 }
 
-Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::PolicySpec>& specs,
-                      const std::vector<double>& budgets, double main_budget, const Workload& w,
-                      const std::vector<int>& layers, const std::vector<int>& kv_heads, const SimulateArgs& args) {
+Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::BudgetCurve>& curves,
+                      const std::vector<greedy::PolicySpec>& specs, const std::vector<double>& budgets,
+                      double main_budget, const Workload& w, const std::vector<int>& layers,
+                      const std::vector<int>& kv_heads, const SimulateArgs& args) {
   std::vector<std::string> names;
   nlohmann::json parameters = nlohmann::json::object();
   for (const auto& spec : specs) {
@@ -324,9 +386,11 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
   }
   Outputs out;
   const double tol = 1e-9;
-  std::ostringstream summary, steps, overlap;
+  std::ostringstream summary, steps, overlap, head_times;
+  head_times << "layer,kv_head,tokens,budgets,seconds,optimum_seconds\n";
   summary << "layer,kv_head,budget,budget_size,policy,oracle_policy,total_retained_mass,"
-             "mean_retained_mass,mean_output_error,optimum_total,oracle_total,gap_to_optimum"
+             "mean_retained_mass,mean_output_error,optimum_total,oracle_total,gap_to_optimum,optimum_lower_bound,"
+             "optimum_upper_bound"
           << (args.schedules ? ",mean_jaccard_to_optimum,mean_policy_only_mass,mean_optimum_only_mass" : "") << "\n";
   steps << "layer,kv_head,budget,step,policy,retained_mass\n";
   overlap << "layer,kv_head,budget,step,policy,jaccard_to_optimum,policy_only_mass,optimum_only_mass\n";
@@ -350,11 +414,20 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
     const double g = c.heads, n = c.tokens;
     const double opt = c.has_optimum ? c.optimum.value / g : NAN;
     const double orc = c.has_oracle ? c.oracle.total / g : NAN;
+    // The certified interval [lower, upper] around OPT (lower = upper = OPT's value up to the
+    // certificate's rounding when exact).
+    const double lower = c.has_interval ? c.optimum.value / g : NAN;
+    const double upper = c.has_interval ? c.optimum.upper_bound / g : NAN;
+    if (c.budget_value == budgets.front()) {
+      head_times << c.layer << ',' << c.kv_head << ',' << c.tokens << ',' << budgets.size() << ','
+                 << significant_digits(c.head_seconds, 4) << ',' << significant_digits(c.optimum_seconds, 4) << '\n';
+    }
     nlohmann::json head = {{"layer", c.layer}, {"kv_head", c.kv_head}, {"budget", c.budget_value},
                            {"budget_size", c.budget}, {"group_size", c.heads}};
-    if (c.has_optimum) {
-      head["optimum"] = {{"total", opt}, {"upper_bound", c.optimum.upper_bound / g},
-                         {"seconds", c.optimum.seconds}, {"arcs", c.optimum.model_size}};
+    if (c.has_interval) {
+      head["optimum"] = {{"status", greedy::to_string(c.optimum.status)}, {"lower_bound", lower},
+                         {"upper_bound", upper}, {"seconds", c.optimum.seconds}, {"arcs", c.optimum.model_size}};
+      if (c.has_optimum) head["optimum"]["total"] = opt;
     }
     if (c.has_oracle) head["oracle_total"] = orc;
     head["policies"] = nlohmann::json::object();
@@ -369,7 +442,8 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
       summary << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << c.budget << ','
               << csv_field(t.policy) << ',' << (t.oracle ? 1 : 0) << ',' << fmt(total) << ','
               << fmt(total / n) << ',' << fmt(err) << ',' << (c.has_optimum ? fmt(opt) : "") << ','
-              << (c.has_oracle ? fmt(orc) : "") << ',' << (c.has_optimum ? fmt(opt - total) : "");
+              << (c.has_oracle ? fmt(orc) : "") << ',' << (c.has_optimum ? fmt(opt - total) : "") << ','
+              << (c.has_interval ? fmt(lower) : "") << ',' << (c.has_interval ? fmt(upper) : "");
       if (args.schedules) {
         summary << ',' << (o ? fmt(o->mean_jaccard()) : "") << ',' << (o ? fmt(o->mean_only_first_mass() / g) : "")
                 << ',' << (o ? fmt(o->mean_only_second_mass() / g) : "");
@@ -405,6 +479,9 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
       if (c.has_optimum && t.budget == c.budget && total > opt + tol * std::max(1.0, opt)) {
         violations.push_back(t.policy + " > OPT at " + where);
       }
+      if (!c.has_optimum && c.has_interval && t.budget == c.budget && total > upper + tol * std::max(1.0, upper)) {
+        violations.push_back(t.policy + " > OPT's certified upper bound at " + where);
+      }
       if (c.budget_value == main_budget) {
         for (const auto& s : t.steps) {
           steps << c.layer << ',' << c.kv_head << ',' << fmt(c.budget_value) << ',' << s.step << ','
@@ -423,7 +500,17 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
       a.first += orc / n;
       a.second += 1;
     }
+    if (args.optimum == "certified" && c.has_interval) {
+      for (const auto& [series, v] : {std::pair{"OPT_lower", lower}, std::pair{"OPT_upper", upper}}) {
+        auto& a = aggregate[{series, c.budget_value}];
+        a.first += v / n;
+        a.second += 1;
+      }
+    }
     if (c.has_optimum && opt > orc + tol * std::max(1.0, orc)) violations.push_back("OPT > sum U at " + where);
+    if (!c.has_optimum && c.has_interval && lower > orc + tol * std::max(1.0, orc)) {
+      violations.push_back("OPT's lower bound > sum U at " + where);
+    }
     if (c.has_oracle && orc > n + tol * n) violations.push_back("sum U > n at " + where);
     if (c.budget_value == main_budget) {
       for (int i = 0; i < c.tokens; ++i) {
@@ -436,6 +523,9 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
     per_head.push_back(head);
   }
   out.files["summary.csv"] = summary.str();
+  out.files["heads.csv"] = head_times.str();
+  const auto [curve_points, curve_csv] = budget_curve_outputs(curves);
+  if (!curves.empty()) out.files["budget_curve.csv"] = curve_csv;
   out.files["steps.csv"] = steps.str();
   nlohmann::json schedule_files = nlohmann::json::array();
   if (args.schedules) {
@@ -475,6 +565,8 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
              {"policies", names},
              {"policy_parameters", parameters},
              {"optimum", args.optimum},
+             {"optimum_gap", args.optimum == "certified" ? nlohmann::json(args.gap) : nlohmann::json(nullptr)},
+             {"budget_curve", args.budget_curve},
              {"units", "retained attention mass, mean over the query heads of each KV head; totals sum over steps"},
              {"decomposition", "policy <= OPT_irreversible <= sum_i U_i <= n"},
              {"decomposition_holds", holds},
@@ -485,7 +577,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
                                  "never, -1 = head not simulated (docs/eviction.md, recorded decisions)"},
              {"heads", per_head}};
 
-  for (const plot::Figure& figure : figures(cells, names, main_budget, w.shape().tokens, aggregate)) {
+  for (const plot::Figure& figure : figures(cells, names, main_budget, w.shape().tokens, aggregate, curve_points)) {
     for (auto& [name, text] : plot::figure_files(figure)) out.files[name] = std::move(text);
   }
   return out;
@@ -514,8 +606,18 @@ void run_simulate(const SimulateArgs& args) {
     throw InputError("simulate", "input", "exactly one of --preset and --workload");
   }
   require_output_directory(args.json, "--json");
-  if (args.optimum != "none" && args.optimum != "flow" && args.optimum != "oracle") {
-    throw InputError("simulate", "--optimum", "none, flow or oracle", args.optimum);
+  if (args.optimum != "none" && args.optimum != "flow" && args.optimum != "certified" && args.optimum != "oracle") {
+    throw InputError("simulate", "--optimum", "none, flow, certified or oracle", args.optimum);
+  }
+  if (!(std::isfinite(args.gap) && args.gap > 0.0)) {
+    throw InputError("simulate", "--gap", "a finite relative gap > 0", significant_digits(args.gap, 10));
+  }
+  if (args.budget_curve < 0) {
+    throw InputError("simulate", "--budget-curve", "an integer K >= 1 (0: no curve)", std::to_string(args.budget_curve));
+  }
+  if (args.budget_curve > 0 && args.optimum != "flow" && args.optimum != "certified") {
+    throw InputError("simulate", "--budget-curve", "--optimum flow or certified (the curve is the optimum's)",
+                     "--optimum " + args.optimum);
   }
   if (args.threads < 0) throw InputError("simulate", "--threads", "an integer >= 0", std::to_string(args.threads));
   if (args.horizon < 1) throw InputError("simulate", "--horizon", "an integer >= 1", std::to_string(args.horizon));
@@ -570,6 +672,10 @@ void run_simulate(const SimulateArgs& args) {
     for (const auto& spec : specs) greedy::check_policy_budget(spec, shape.tokens, k, "simulate", "--policies");
   }
   for (const auto& file : recorded.files) greedy::check_decisions_fit(file, shape, layers);
+  if (args.budget_curve > shape.tokens) {
+    throw InputError("simulate", "--budget-curve", "K <= " + std::to_string(shape.tokens) + " (the tokens)",
+                     std::to_string(args.budget_curve));
+  }
   std::vector<std::pair<int, int>> heads;
   for (int l : layers)
     for (int h : kv) heads.emplace_back(l, h);
@@ -590,8 +696,9 @@ void run_simulate(const SimulateArgs& args) {
       }
     }
   }
-  const std::vector<Cell> cells = run_cells(w, heads, budgets, specs, run_args, batched, recorded);
-  const Outputs outputs = build_outputs(cells, specs, budgets, main_budget, w, layers, kv, args);
+  std::vector<greedy::BudgetCurve> curves;
+  const std::vector<Cell> cells = run_cells(w, heads, budgets, specs, run_args, batched, recorded, curves);
+  const Outputs outputs = build_outputs(cells, curves, specs, budgets, main_budget, w, layers, kv, args);
   std::map<std::string, std::string> files = outputs.files;
   files["results.json"] = outputs.doc.dump(2) + "\n";
   publish_directory(args.output, files, !args.no_plots);
@@ -602,18 +709,35 @@ void run_simulate(const SimulateArgs& args) {
             << format_index_set(kv) << ": " << heads.size() << " (layer, KV head) groups, budgets";
   for (double b : budgets) std::cout << ' ' << fmt(b);
   std::cout << "\nmean retained mass at budget " << fmt(main_budget) << ":\n";
+  std::map<std::string, double> at_main;  // series -> mean retained mass at the main budget
   for (const auto& a : outputs.doc["aggregate"]) {
-    if (a["budget"].get<double>() == main_budget) {
-      const int skipped = a["uncompressed_heads"].get<int>();
-      std::printf("  %-16s %.6f%s\n", a["policy"].get<std::string>().c_str(),
-                  a["mean_retained_mass"].get<double>(),
-                  skipped > 0 ? ("  (" + std::to_string(skipped) + " heads not compressed)").c_str() : "");
+    if (a["budget"].get<double>() == main_budget) at_main[a["policy"].get<std::string>()] = a["mean_retained_mass"];
+  }
+  const bool all_exact = at_main.count("OPT") && !std::any_of(cells.begin(), cells.end(), [](const Cell& c) {
+    return c.has_interval && !c.has_optimum;
+  });
+  for (const auto& a : outputs.doc["aggregate"]) {
+    if (a["budget"].get<double>() != main_budget) continue;
+    const std::string name = a["policy"].get<std::string>();
+    const double mass = a["mean_retained_mass"].get<double>();
+    const int skipped = a["uncompressed_heads"].get<int>();
+    std::string ratio;  // policy / OPT: a value when OPT is exact on every head, else the certified interval
+    if (name.rfind("OPT", 0) != 0 && name != "sum_U") {
+      if (all_exact) {
+        ratio = "  policy/OPT " + significant_digits(mass / at_main["OPT"], 6);
+      } else if (at_main.count("OPT_lower")) {
+        ratio = "  policy/OPT in [" + significant_digits(mass / at_main["OPT_upper"], 6) + ", " +
+                significant_digits(mass / at_main["OPT_lower"], 6) + "]";
+      }
     }
+    std::printf("  %-16s %.6f%s%s\n", name.c_str(), mass, ratio.c_str(),
+                skipped > 0 ? ("  (" + std::to_string(skipped) + " heads not compressed)").c_str() : "");
   }
   std::cout << "policy <= OPT_irreversible <= sum U_i <= n: "
             << (outputs.doc["decomposition_holds"].get<bool>() ? "holds on every head" : "VIOLATED")
             << (args.optimum == "flow" ? "" : " (checked for the parts computed)") << "\n"
-            << "wrote " << args.output << "/{summary.csv,steps.csv,results.json"
+            << "wrote " << args.output << "/{summary.csv,steps.csv,heads.csv,results.json"
+            << (args.budget_curve > 0 ? ",budget_curve.csv" : "")
             << (args.schedules ? std::string(args.optimum == "flow" ? ",overlap.csv" : "") + ",schedule_*.npy" : "")
             << (args.no_plots ? "" : ",plots") << "}\n";
   // Say which recorded schedules were evaluated in converted form (--decisions-to-process).
@@ -654,8 +778,16 @@ void add_simulate_command(CLI::App& app) {
                   "--list-policies shows every name, key and default")
       ->capture_default_str();
   cmd->add_flag("--list-policies", args->list_policies, "List the policies with their parameters and defaults, and exit");
-  cmd->add_option("--optimum", args->optimum, "none | flow (offline optimum and oracle) | oracle (per-step U_i only)")
+  cmd->add_option("--optimum", args->optimum,
+                  "none | flow (exact offline optimum and oracle) | certified (a feasible schedule and a certified "
+                  "upper bound per budget, stopping at --gap; for contexts beyond the exact solver's reach) | oracle "
+                  "(per-step U_i only)")
       ->capture_default_str();
+  cmd->add_option("--gap", args->gap, "Relative gap (upper - lower) / upper at which --optimum certified stops")
+      ->capture_default_str();
+  cmd->add_option("--budget-curve", args->budget_curve,
+                  "Also compute OPT(k) for every k = 1..K per head in one solve (budget_curve.csv, and the "
+                  "retained-vs-budget plot); needs --optimum flow or certified");
   cmd->add_option("--seed", args->seed, "Seed of the generator and of randomized policies")->capture_default_str();
   cmd->add_option("--horizon", args->horizon, "Lookahead window L of the lookahead policy")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Worker threads over heads (0: all cores)")->capture_default_str();

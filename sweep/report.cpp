@@ -57,7 +57,9 @@ plot::Figure budget_curve_figure(const std::map<std::string, std::map<double, do
                       "cache budget k / n (log scale)", "retained attention mass (fraction per step)",
                       plot::XAxis::log, false, {}, "budget", {}};
   const std::pair<const char*, const char*> bounds[] = {{"OPT", "OPT (offline optimum)"},
-                                                        {"sum_U", "sum U_i (per-step oracle)"}};
+                                                        {"sum_U", "sum U_i (per-step oracle)"},
+                                                        {"OPT_lower", "OPT lower bound (certified)"},
+                                                        {"OPT_upper", "OPT upper bound (certified)"}};
   const auto add = [&](const std::string& name, const std::string& label, plot::Mark mark) {
     const auto it = curves.find(name);
     if (it == curves.end()) return;

@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/input_error.hpp"
+#include "greedy/eviction/evaluation/budget_curve.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "optimum.hpp"
@@ -27,9 +28,11 @@ greedy::PivotRule parse_pivot(const std::string& name) {
 }  // namespace
 
 std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int layer, int kv_head,
-                                                const std::vector<int>& budgets, greedy::OptimumMode mode) {
+                                                const std::vector<int>& budgets, greedy::OptimumMode mode,
+                                                double relative_gap) {
   greedy::HeadEvaluationOptions options;
   options.optimum = mode;
+  options.relative_gap = relative_gap;
   return greedy::evaluate_head_budgets(workload, layer, kv_head, {}, budgets, options);
 }
 
@@ -107,6 +110,47 @@ void bind_optimum(nb::module_& m) {
       "'total' (OPT), 'upper_bound' (certified: total <= OPT <= upper_bound), 'step_mass' (r_i per step), "
       "'last_step' (t_j: the last step token j is cached; j - 1 when never), 'arcs', 'nodes', 'seconds', "
       "'message'}.");
+
+  m.def(
+      "budget_curve",
+      [](const Workload& w, int layer, int kv_head, int max_budget, double gap) {
+        if (layer < 0 || layer >= w.shape().layers || kv_head < 0 || kv_head >= w.shape().kv_heads) {
+          throw InputError("budget_curve", "layer, kv_head",
+                           "indices inside the workload (" + std::to_string(w.shape().layers) + " layers, " +
+                               std::to_string(w.shape().kv_heads) + " KV heads)",
+                           std::to_string(layer) + ", " + std::to_string(kv_head));
+        }
+        greedy::BudgetCurve curve;
+        {
+          nb::gil_scoped_release release;
+          curve = greedy::optimum_budget_curve(w, layer, kv_head, max_budget, gap);
+        }
+        const double g = curve.heads;
+        Eigen::VectorXd total(curve.points.size()), upper(curve.points.size());
+        std::vector<int> budget(curve.points.size());
+        nb::list status;
+        for (std::size_t i = 0; i < curve.points.size(); ++i) {
+          budget[i] = curve.points[i].budget;
+          total[Eigen::Index(i)] = curve.points[i].value / g;
+          upper[Eigen::Index(i)] = curve.points[i].upper_bound / g;
+          status.append(greedy::to_string(curve.points[i].status));
+        }
+        nb::dict d;
+        d["budget"] = owned_array<int>(std::move(budget));
+        d["total"] = owned_array(std::move(total));
+        d["upper_bound"] = owned_array(std::move(upper));
+        d["status"] = status;
+        d["group_size"] = curve.heads;
+        d["tokens"] = curve.tokens;
+        d["seconds"] = curve.seconds;
+        return d;
+      },
+      "workload"_a, "layer"_a, "kv_head"_a, "max_budget"_a, "gap"_a = 0.0,
+      "The budget curve OPT(k), k = 1..max_budget, of one (layer, KV head) from one solve of the implicit-arc "
+      "solver (subevict simulate --budget-curve), in simulate's units (masses / g). gap = 0: exact at every "
+      "budget ('status' 'optimal'); gap > 0: each budget stops at that relative gap, OPT(k) in [total, "
+      "upper_bound]. Returns {'budget' (int32), 'total', 'upper_bound' (float64), 'status', 'group_size', "
+      "'tokens', 'seconds'}. Concave and nondecreasing in k when exact.");
 
   m.def(
       "step_oracle",

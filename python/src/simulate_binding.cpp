@@ -100,7 +100,8 @@ nb::dict trace_dict(greedy::Trace&& t, double g, int k) {
 
 nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std::vector<double>& budget_values,
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
-                      const std::string& optimum_name, std::uint64_t seed, int horizon, bool record_cache) {
+                      const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
+                      bool record_cache) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
@@ -142,8 +143,8 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
       std::vector<greedy::HeadEvaluation> optima;
       if (optimum != greedy::OptimumMode::kNone) {
         nb::gil_scoped_release release;
-        // One solve per budget, as `subevict simulate` runs its (layer, KV head, budget) cells.
-        for (int k : budgets) optima.push_back(std::move(head_optima(w, layer, kv, {k}, optimum).front()));
+        // Every budget of the head in one solve, as `subevict simulate` runs each (layer, KV head).
+        optima = head_optima(w, layer, kv, budgets, optimum, gap);
       }
       for (std::size_t b = 0; b < budgets.size(); ++b) {
         const int k = budgets[b];
@@ -179,7 +180,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
             cell["oracle_total"] = e.oracle.total / g;
             cell["oracle"] = oracle_dict(std::move(e.oracle), g);
           }
-          if (e.has_optimum) cell["optimum"] = schedule_dict(std::move(e.optimum), g);
+          if (e.has_optimum || e.has_interval) cell["optimum"] = schedule_dict(std::move(e.optimum), g);
         }
         out.append(cell);
       }
@@ -192,7 +193,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
-        "optimum"_a, "seed"_a, "horizon"_a, "record_cache"_a,
+        "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a,
         "The engine of subevict.simulate (see its docstring); arguments already normalized to lists.");
   m.def("policy_names", &greedy::spec_policy_names, "The built-in policies' names (simulate --list-policies).");
   m.def(

@@ -25,6 +25,7 @@ from ._subevict import (
     SetFunction,
     Workload,
     attention,
+    budget_curve,
     check_ids,
     exact_optimum,
     facility_location,
@@ -48,7 +49,7 @@ from .policies import Policy, ScorePolicy
 
 __all__ = [
     "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "attention",
-    "check_ids", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
+    "budget_curve", "check_ids", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
     "modular", "offline_optimum", "policy_names", "policy_parameters", "presets", "read_workload",
     "schedule_value", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
     "write_workload",
@@ -89,8 +90,8 @@ def _budget_list(budget: Union[float, Sequence[float]]) -> list:
 
 def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o,local,streamingllm,l2norm,tova,random",
              budget: Union[float, Sequence[float]] = 0.2, layers: Union[int, Iterable[int]] = 0,
-             kv_heads: Union[int, Iterable[int], None] = None, optimum: str = "flow", seed: int = 0,
-             horizon: int = 16, record_cache: bool = False) -> list:
+             kv_heads: Union[int, Iterable[int], None] = None, optimum: str = "flow", gap: float = 1e-4,
+             seed: int = 0, horizon: int = 16, record_cache: bool = False) -> list:
     """Runs eviction policies on (layer, KV head) groups of `workload` against the offline optimum.
 
     The same process, policies, optimum and units as `subevict simulate` (masses are means over the
@@ -101,7 +102,10 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
         list mixing both.
     budget: a ratio in (0, 1) of the sequence length or an integer size, or a list of them.
     layers, kv_heads: an int or a list (kv_heads default: every KV head).
-    optimum: "flow" (offline optimum and per-step oracle), "oracle" (oracle only) or "none".
+    optimum: "flow" (offline optimum and per-step oracle), "certified" (a feasible schedule and a
+        certified upper bound per budget, stopping at the relative gap `gap`: OPT in
+        [optimum["total"], optimum["upper_bound"]]), "oracle" (oracle only) or "none". Every budget
+        of a head is solved in one call, as `subevict simulate` does.
     record_cache: also return every step's cache S_i (memory O(n k) per policy).
 
     Returns one dict per (layer, KV head, budget), layers outer, budgets inner:
@@ -123,7 +127,7 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     layer_list = _int_list(layers, "simulate: layers")
     head_list = _int_list(kv_heads, "simulate: kv_heads")
     return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
-                               int(seed), int(horizon), bool(record_cache))
+                               float(gap), int(seed), int(horizon), bool(record_cache))
 
 
 def verify(workload: Union[Workload, str, os.PathLike, None] = None, *, checks: Sequence[str] = (),

@@ -718,7 +718,7 @@ class CliTest(unittest.TestCase):
             os.close(master)
         self.assertEqual(r.returncode, 0)
         text = seen.decode("utf-8")
-        self.assertIn("\rsimulate: 8/8 (layer, KV head, budget) cells", text)
+        self.assertIn("\rsimulate: 4/4 (layer, KV head) groups", text)
         self.assertIn("ETA", text)
         self.assertEqual(text.count("\n"), 1, text)  # redrawn in place, one line in all
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -23,29 +24,61 @@ constexpr int kMaxArcsPerToken = 4;
 /// cost (three such terms) is exact in 64 bits.
 constexpr int kCostBits = 60;
 
-/// A restricted-network arc R_j → D_e with its shifted cost shift_j − C_j(e) (≥ 0).
+/// A restricted-network arc R_j → D_e: its earnings C_j(e) (the running sum down column j, in the
+/// one summation order every pass uses) and shifted cost shift_j − C_j(e) (≥ 0).
 struct TokenArc {
   int e = 0;
+  double earned = 0.0;
   double cost = 0.0;
 };
 
+/// Pricing skips whole blocks of steps e ∈ [b·B, (b + 1)·B) when a bound shows that no arc in them
+/// can be added or lower a token's Lagrangian term (price_token).
+constexpr int kPricingBlock = 64;
+
 /// The scaled, shifted costs of one instance: shift_j = C_j(n − 1) (the most token j can earn),
-/// scale = 2^s (flow_cost_exponent).
+/// scale = 2^s (flow_cost_exponent), and per token the running sums C_j at the last step of every
+/// block after the one holding j + 1 (block_earned[block_offset[j] + m] ends block
+/// (j + 1)/B + 1 + m), the exact doubles a walk down the column reaches there.
 struct CostScale {
   std::vector<double> shift;
   double scale = 1.0;
+  std::vector<std::size_t> block_offset;
+  std::vector<double> block_earned;
 };
+
+/// Blocks of steps 0..n − 1 (the last may be partial).
+int block_count(int n) { return (n + kPricingBlock - 1) / kPricingBlock; }
+
+/// The last step of block b (n − 1 for the last block).
+int block_end(int b, int n) { return std::min((b + 1) * kPricingBlock, n) - 1; }
 
 template <class Scalar>
 CostScale cost_scale(const TriangularGains<Scalar>& gains) {
   const int n = gains.size();
+  const int blocks = block_count(n);
   CostScale out;
   out.shift.resize(n);
+  out.block_offset.resize(static_cast<std::size_t>(n) + 1, 0);
+  for (int j = 0; j < n; ++j) {
+    const int first = (j + 1) / kPricingBlock;  // the block walked step by step
+    out.block_offset[j + 1] = out.block_offset[j] + static_cast<std::size_t>(std::max(0, blocks - 1 - first));
+  }
+  out.block_earned.resize(out.block_offset[n]);
   double max_cost = 0.0;
   for (int j = 0; j < n; ++j) {
     const Scalar* column = gains.column(j);
     double earned = 0.0;
-    for (int r = 1; r < n - j; ++r) earned += double(column[r]);
+    double* ends = out.block_earned.data() + out.block_offset[j];
+    const int first_skippable = (j + 1) / kPricingBlock + 1;
+    int next_end = first_skippable < blocks ? block_end(first_skippable, n) : -1;
+    for (int e = j + 1; e <= n - 1; ++e) {
+      earned += double(column[e - j]);
+      if (e == next_end) {
+        *ends++ = earned;
+        next_end = block_end(e / kPricingBlock + 1, n);
+      }
+    }
     out.shift[j] = earned;
     max_cost = std::max(max_cost, earned);
   }
@@ -74,50 +107,77 @@ double token_lagrangian(const TriangularGains<Scalar>& gains, int j, const std::
   return std::min(term, y[n] - earned);
 }
 
-/// The pricing of one token: its most negative reduced costs (with their steps and shifted costs)
-/// and its Lagrangian term.
+/// The pricing of one token: its most negative reduced costs (with their steps, earnings and
+/// shifted costs) and its Lagrangian term.
 struct TokenPrice {
   std::array<std::int64_t, kMaxArcsPerToken> reduced{};
-  std::array<int, kMaxArcsPerToken> step{};
-  std::array<double, kMaxArcsPerToken> cost{};
+  std::array<TokenArc, kMaxArcsPerToken> arc{};
   int found = 0;
   double lagrangian = 0.0;
 };
 
+/// Per block of steps, the largest potential of its D nodes (pricing's block bound).
+std::vector<std::int64_t> block_max_potential(const std::vector<std::int64_t>& pot, int n) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(block_count(n)), std::numeric_limits<std::int64_t>::min());
+  for (int e = 0; e < n; ++e) out[e / kPricingBlock] = std::max(out[e / kPricingBlock], pot[e]);
+  return out;
+}
+
 /// Prices every arc R_j → D_e (e ∈ (j, n)) against the simplex's potentials (pot of D_0..D_n,
 /// pot_r of R_j; reduced cost = cost + pot_r − pot_e, in integers, exactly as the simplex forms
-/// it), keeping the `keep` most negative below 0, and evaluates token_lagrangian at y in the same
-/// walk.
+/// it), keeping the `keep` most negative below 0, and evaluates token_lagrangian at y (= −pot /
+/// scale) in the same walk.
+///
+/// Exact with skipped blocks: C_j is nondecreasing in e (gains are ≥ 0 and rounding is monotone),
+/// so inside block b every arc's reduced cost is ≥ integer_cost(shift − C_j(end of b)) + pot_r −
+/// max_pot[b] and every term y_e − C_j(e) ≥ −max_pot[b] / scale − C_j(end of b). A block whose two
+/// bounds can neither add an arc nor lower the term (seeded with the token's restricted arcs, which
+/// at optimality attain it) is skipped, and the walk resumes from the stored C_j at its end.
 template <class Scalar>
 TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostScale& scale,
-                       const std::vector<std::int64_t>& pot, std::int64_t pot_r,
-                       const std::vector<double>& y, int keep) {
+                       const std::vector<std::int64_t>& pot, const std::vector<std::int64_t>& max_pot,
+                       std::int64_t pot_r, const std::vector<double>& y, const std::vector<TokenArc>& restricted,
+                       int keep) {
   const int n = gains.size();
   const Scalar* column = gains.column(j);
   const double shift = scale.shift[j];
   TokenPrice out;
   double lagrangian = y[j];  // e = j: never cached, C_j(j) = 0
+  for (const TokenArc& a : restricted) lagrangian = std::min(lagrangian, y[a.e] - a.earned);
   double earned = 0.0;
-  for (int e = j + 1; e <= n - 1; ++e) {
+  auto visit = [&](int e) {
     earned += double(column[e - j]);
     lagrangian = std::min(lagrangian, y[e] - earned);
     const std::int64_t reduced = integer_cost(shift - earned, scale.scale) + pot_r - pot[e];
-    if (reduced >= 0) continue;
+    if (reduced >= 0) return;
     if (out.found < keep) {
       ++out.found;
     } else if (reduced >= out.reduced[out.found - 1]) {
-      continue;
+      return;
     }
     int slot = out.found - 1;  // insertion into the sorted (ascending) list
     while (slot > 0 && out.reduced[slot - 1] > reduced) {
       out.reduced[slot] = out.reduced[slot - 1];
-      out.step[slot] = out.step[slot - 1];
-      out.cost[slot] = out.cost[slot - 1];
+      out.arc[slot] = out.arc[slot - 1];
       --slot;
     }
     out.reduced[slot] = reduced;
-    out.step[slot] = e;
-    out.cost[slot] = shift - earned;
+    out.arc[slot] = TokenArc{e, earned, shift - earned};
+  };
+  const int first_block = (j + 1) / kPricingBlock;
+  const int walked_to = std::min(n - 1, (first_block + 1) * kPricingBlock - 1);
+  for (int e = j + 1; e <= walked_to; ++e) visit(e);
+  const double* ends = scale.block_earned.data() + scale.block_offset[j];
+  for (int b = first_block + 1; b < block_count(n); ++b, ++ends) {
+    const std::int64_t lowest_reduced = integer_cost(shift - *ends, scale.scale) + pot_r - max_pot[b];
+    const std::int64_t wanted = out.found < keep ? 0 : out.reduced[out.found - 1];
+    const double lowest_term = -static_cast<double>(max_pot[b]) / scale.scale - *ends;
+    if (lowest_reduced >= wanted && lowest_term >= lagrangian) {
+      earned = *ends;
+      continue;
+    }
+    const int last = block_end(b, n);
+    for (int e = b * kPricingBlock; e <= last; ++e) visit(e);
   }
   out.lagrangian = std::min(lagrangian, y[n] - earned);  // e = n earns C_j(n − 1)
   return out;
@@ -149,7 +209,7 @@ void validate_options(const ImplicitFlowOptions& options) {
 /// Budget 0: every token is evicted on arrival and OPT = Σ_j W_jj, certified by y_i = w_max · i
 /// (any arc's earnings C_j(e) ≤ (e − j) w_max, so every token's term is y_j and the bound is tight).
 template <class Scalar>
-ImplicitFlowResult nothing_cached(const TriangularGains<Scalar>& gains, int budget,
+ImplicitFlowResult nothing_cached(const TriangularGains<Scalar>& gains, int budget, bool step_mass,
                                   std::chrono::steady_clock::time_point start) {
   const int n = gains.size();
   ImplicitFlowResult out;
@@ -162,8 +222,12 @@ ImplicitFlowResult nothing_cached(const TriangularGains<Scalar>& gains, int budg
   }
   summary.last_step.resize(n);
   for (int j = 0; j < n; ++j) summary.last_step[j] = j - 1;
-  summary.step_mass = schedule_step_mass(gains, summary.last_step);
-  summary.value = summary.step_mass.sum();
+  if (step_mass) {
+    summary.step_mass = schedule_step_mass(gains, summary.last_step);
+    summary.value = summary.step_mass.sum();
+  } else {
+    summary.value = gains.diagonal_sum();
+  }
   out.potentials.resize(n + 1);
   for (int i = 0; i <= n; ++i) out.potentials[i] = w_max * i;
   summary.upper_bound = std::max(summary.value, lagrangian_upper_bound(gains, 0, out.potentials));
@@ -172,20 +236,9 @@ ImplicitFlowResult nothing_cached(const TriangularGains<Scalar>& gains, int budg
   return out;
 }
 
-/// The column generation for one budget, starting from (and extending) `arcs`: per token, its
-/// restricted arcs sorted by step, the never-cached arc (e = j) always first.
-template <class Scalar>
-ImplicitFlowResult solve(const TriangularGains<Scalar>& gains, int budget, const CostScale& scale,
-                         std::vector<std::vector<TokenArc>>& arcs, const ImplicitFlowOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  const int n = gains.size();
-  const int k = std::min(budget, n);
-  const double diagonal = gains.diagonal_sum();
-  ImplicitFlowResult out;
-  out.budget = budget;
-  ScheduleSummary& summary = out.summary;
-
-  if (k == 0) return nothing_cached(gains, budget, start);
+/// The never-cached schedule's simplex with every arc of `arcs` added (budget k ≥ 1).
+IncrementalNetworkSimplex restricted_simplex(int n, int k, const CostScale& scale,
+                                             const std::vector<std::vector<TokenArc>>& arcs) {
   std::vector<std::int64_t> never_cached(n);
   for (int j = 0; j < n; ++j) never_cached[j] = integer_cost(scale.shift[j], scale.scale);
   IncrementalNetworkSimplex simplex(n, k, never_cached);
@@ -194,39 +247,63 @@ ImplicitFlowResult solve(const TriangularGains<Scalar>& gains, int budget, const
       if (a.e != j) simplex.add_arc(j, a.e, integer_cost(a.cost, scale.scale));
     }
   }
+  return simplex;
+}
+
+/// The column generation for one budget on `simplex` (already at that budget, its token arcs
+/// exactly `arcs`: per token sorted by step, the never-cached arc first), adding to both.
+template <class Scalar>
+ImplicitFlowResult solve(const TriangularGains<Scalar>& gains, int budget, const CostScale& scale,
+                         IncrementalNetworkSimplex& simplex, std::vector<std::vector<TokenArc>>& arcs,
+                         const ImplicitFlowOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int n = gains.size();
+  const int k = simplex.budget();
+  const double diagonal = gains.diagonal_sum();
+  ImplicitFlowResult out;
+  out.budget = budget;
+  ScheduleSummary& summary = out.summary;
   double best_bound = std::numeric_limits<double>::infinity();
   std::vector<double> best_y;
+  std::vector<int> last_step(n);
   std::uint64_t pivots = 0;
   for (int round = 1;; ++round) {
     const std::size_t token_arcs = simplex.token_arcs();
     pivots += simplex.solve();
     const std::vector<int> chosen = simplex.chosen_steps();
-    std::vector<int> last_step(n);
-    for (int j = 0; j < n; ++j) last_step[j] = chosen[j] - 1;
+    double value = diagonal;  // Σ_j W_jj + Σ_j C_j(chosen step)
+    for (int j = 0; j < n; ++j) {
+      last_step[j] = chosen[j] - 1;
+      const auto& mine = arcs[j];
+      const auto at = std::lower_bound(mine.begin(), mine.end(), chosen[j],
+                                       [](const TokenArc& x, int e) { return x.e < e; });
+      value += at->earned;
+    }
     std::vector<std::int64_t> pot(n + 1);
     std::vector<double> y(n + 1);  // the certificate's potentials: y = −π / scale
     for (int i = 0; i <= n; ++i) {
       pot[i] = simplex.potential(n + i);
       y[i] = -static_cast<double>(pot[i]) / scale.scale;
     }
+    const std::vector<std::int64_t> max_pot = block_max_potential(pot, n);
 
     // Price every implicit arc and evaluate the certificate in the same pass.
     double token_terms = 0.0;
     std::size_t added = 0;
-    auto add = [&](int j, const TokenArc& arc) {
-      auto& mine = arcs[j];
-      const auto at = std::lower_bound(mine.begin(), mine.end(), arc.e,
-                                       [](const TokenArc& x, int e) { return x.e < e; });
-      if (at != mine.end() && at->e == arc.e) return;  // present: cannot be violated
-      mine.insert(at, arc);
-      simplex.add_arc(j, arc.e, integer_cost(arc.cost, scale.scale));
-      ++added;
-    };
     for (int j = 0; j < n; ++j) {
-      const TokenPrice price = price_token(gains, j, scale, pot, simplex.potential(j), y,
+      const TokenPrice price = price_token(gains, j, scale, pot, max_pot, simplex.potential(j), y, arcs[j],
                                            options.arcs_per_token);
       token_terms += price.lagrangian;
-      for (int a = 0; a < price.found; ++a) add(j, TokenArc{price.step[a], price.cost[a]});
+      for (int a = 0; a < price.found; ++a) {
+        const TokenArc& arc = price.arc[a];
+        auto& mine = arcs[j];
+        const auto at = std::lower_bound(mine.begin(), mine.end(), arc.e,
+                                         [](const TokenArc& x, int e) { return x.e < e; });
+        if (at != mine.end() && at->e == arc.e) continue;  // present: cannot be violated
+        mine.insert(at, arc);
+        simplex.add_arc(j, arc.e, integer_cost(arc.cost, scale.scale));
+        ++added;
+      }
     }
     const bool optimal = added == 0;
     const double bound = upper_bound_from(diagonal, n, k, y, token_terms);
@@ -234,32 +311,39 @@ ImplicitFlowResult solve(const TriangularGains<Scalar>& gains, int budget, const
       best_bound = bound;
       best_y = y;
     }
+    const double upper_bound = std::max(value, optimal ? bound : best_bound);
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.on_round) {
+      options.on_round(ImplicitFlowRound{round, token_arcs, added, value, upper_bound, summary.seconds});
+    }
+    const bool gap_reached = options.relative_gap > 0.0 &&
+        upper_bound - value <= options.relative_gap * upper_bound;
+    if (!optimal && !gap_reached && round < options.max_rounds) continue;
+
+    summary.status = optimal ? ScheduleStatus::kOptimal : ScheduleStatus::kFeasible;
+    if (!optimal) {
+      summary.message = gap_reached ? "stopped at the requested relative gap" : "stopped at the round limit";
+    }
     summary.last_step = options.process_form ? to_process_schedule(last_step, k) : last_step;
-    summary.step_mass = schedule_step_mass(gains, summary.last_step);
-    summary.value = summary.step_mass.sum();
-    summary.upper_bound = std::max(summary.value, optimal ? bound : best_bound);
+    if (options.step_mass) {
+      summary.step_mass = schedule_step_mass(gains, summary.last_step);
+      summary.value = summary.step_mass.sum();
+    } else {
+      summary.value = value;
+    }
+    summary.upper_bound = std::max(summary.value, upper_bound);
     summary.model_size = token_arcs;
     summary.nodes = pivots;
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     out.potentials = optimal ? y : best_y;
-    if (options.on_round) {
-      options.on_round(ImplicitFlowRound{round, token_arcs, added, summary.value,
-                                         summary.upper_bound, summary.seconds});
-    }
-    if (optimal) {
-      summary.status = ScheduleStatus::kOptimal;
-      return out;
-    }
-    const bool gap_reached = options.relative_gap > 0.0 &&
-        summary.upper_bound - summary.value <= options.relative_gap * summary.upper_bound;
-    if (gap_reached || round >= options.max_rounds) {
-      summary.status = ScheduleStatus::kFeasible;
-      summary.message = gap_reached ? "stopped at the requested relative gap"
-                                    : "stopped at the round limit";
-      return out;
-    }
+    return out;
   }
 }
+
+/// The largest budget step, as a share of the current budget, taken by raising the flow of the
+/// previous budget's simplex; a larger step starts a fresh simplex (bench/results/
+/// greedy_long_context_optimum.md measures both).
+constexpr double kWarmBudgetStep = 0.15;
 
 /// The starting arcs for budget k: per token, the never-cached arc and the best lifetime against
 /// guessed prices σ p_i for a few scales σ, where p_i is the value of the k-th best token for query
@@ -303,10 +387,10 @@ std::vector<std::vector<TokenArc>> guessed_arcs(const TriangularGains<Scalar>& g
         }
       }
     }
-    arcs[j].push_back(TokenArc{j, scale.shift[j]});
+    arcs[j].push_back(TokenArc{j, 0.0, scale.shift[j]});
     for (std::size_t s = 0; s < kScales.size(); ++s) {
       if (step[s] == j) continue;
-      arcs[j].push_back(TokenArc{step[s], scale.shift[j] - earned_at[s]});
+      arcs[j].push_back(TokenArc{step[s], earned_at[s], scale.shift[j] - earned_at[s]});
     }
     std::sort(arcs[j].begin(), arcs[j].end(), [](const TokenArc& a, const TokenArc& b) { return a.e < b.e; });
     arcs[j].erase(std::unique(arcs[j].begin(), arcs[j].end(),
@@ -344,10 +428,24 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return budgets[a] < budgets[b]; });
+  // Budgets close together share one simplex, raised between solves, so each solve continues from
+  // the previous budget's optimal basis and arcs; a budget far above the last one starts afresh
+  // from its own guessed arcs, which pivots less than raising the flow through the old basis.
   std::vector<std::vector<TokenArc>> arcs;
+  std::optional<IncrementalNetworkSimplex> simplex;
   for (std::size_t b : order) {
-    if (arcs.empty()) arcs = guessed_arcs(gains, std::min(budgets[b], gains.size()), scale);
-    out[b] = solve(gains, budgets[b], scale, arcs, options);
+    const int k = std::min(budgets[b], gains.size());
+    if (k == 0) {
+      out[b] = nothing_cached(gains, budgets[b], options.step_mass, std::chrono::steady_clock::now());
+      continue;
+    }
+    if (!simplex || k - simplex->budget() > kWarmBudgetStep * simplex->budget()) {
+      arcs = guessed_arcs(gains, k, scale);
+      simplex.emplace(restricted_simplex(gains.size(), k, scale, arcs));
+    } else if (k > simplex->budget()) {
+      simplex->increase_budget(k - simplex->budget());
+    }
+    out[b] = solve(gains, budgets[b], scale, *simplex, arcs, options);
   }
   return out;
 }

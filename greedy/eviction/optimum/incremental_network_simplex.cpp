@@ -20,10 +20,10 @@ IncrementalNetworkSimplex::IncrementalNetworkSimplex(int n, int k,
   for (auto* v : {&source_, &target_, &capacity_, &flow_}) v->reserve(reserve);
   cost_.reserve(reserve);
   state_.reserve(reserve);
-  for (int i = 0; i < n; ++i) {  // backbone D_i → D_{i+1}, carrying k
+  for (int i = 0; i < n; ++i) {  // backbone D_i → D_{i+1}, carrying k (capacity n: never binds)
     source_.push_back(n + i);
     target_.push_back(n + i + 1);
-    capacity_.push_back(k);
+    capacity_.push_back(n);
     flow_.push_back(k);
     cost_.push_back(0);
     state_.push_back(kTree);
@@ -71,6 +71,21 @@ int IncrementalNetworkSimplex::add_arc(int j, int e, std::int64_t cost) {
   cost_.push_back(cost);
   state_.push_back(kLower);
   return static_cast<int>(source_.size()) - 1;
+}
+
+void IncrementalNetworkSimplex::increase_budget(int by) {
+  if (by < 1 || by > n_ - k_) {
+    throw std::invalid_argument("IncrementalNetworkSimplex::increase_budget: budget " + std::to_string(k_) +
+                                " + " + std::to_string(by) + " outside [1, n = " + std::to_string(n_) + "]");
+  }
+  source_.push_back(n_);
+  target_.push_back(2 * n_);
+  capacity_.push_back(by);
+  flow_.push_back(by);
+  cost_.push_back(0);
+  state_.push_back(kUpper);
+  ++budget_arcs_;
+  k_ += by;
 }
 
 int IncrementalNetworkSimplex::find_entering() {
@@ -214,7 +229,7 @@ std::uint64_t IncrementalNetworkSimplex::solve() {
 std::vector<int> IncrementalNetworkSimplex::chosen_steps() const {
   std::vector<int> step(static_cast<std::size_t>(n_), -1);
   for (std::size_t arc = static_cast<std::size_t>(n_); arc < source_.size(); ++arc) {
-    if (flow_[arc] == 1) step[static_cast<std::size_t>(source_[arc])] = target_[arc] - n_;
+    if (source_[arc] < n_ && flow_[arc] == 1) step[static_cast<std::size_t>(source_[arc])] = target_[arc] - n_;
   }
   return step;
 }

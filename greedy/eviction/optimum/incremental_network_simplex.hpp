@@ -6,7 +6,9 @@
 /// would repeat all its pivots every round).
 ///
 /// Network: R_j = node j (supply 1), D_i = node n + i (supply k − 1 at i = 0, −1 for 0 < i < n,
-/// −k at i = n); backbone arcs D_i → D_{i+1} (capacity k, cost 0), the never-cached arcs
+/// −k at i = n); backbone arcs D_i → D_{i+1} (cost 0; capacity n, since the cut between steps i
+/// and i + 1 carries exactly k units, backbone plus cached tokens, so a capacity of k would never
+/// bind and raising the budget needs no capacity change), the never-cached arcs
 /// R_j → D_j (capacity 1) given at construction, and token arcs R_j → D_e (capacity 1) added with
 /// add_arc. Costs are integers (the caller rounds them), so every potential and reduced cost is
 /// exact.
@@ -34,6 +36,16 @@ class IncrementalNetworkSimplex {
   /// id. The current basis stays feasible; its optimality is restored by the next solve().
   int add_arc(int j, int e, std::int64_t cost);
 
+  /// Raises the budget from k to k + by (1 ≤ by, k + by ≤ n, else std::invalid_argument): the
+  /// extra supply at D_0 and demand at D_n are carried by a new arc D_0 → D_n (cost 0, capacity
+  /// and flow `by`, at its upper bound, outside the tree), so the basis stays feasible and strongly
+  /// feasible and the potentials stay valid; the next solve() moves the new units wherever they
+  /// earn (an unused slot riding that arc costs what the backbone would: 0).
+  void increase_budget(int by);
+
+  /// The current budget k.
+  [[nodiscard]] int budget() const { return k_; }
+
   /// Pivots to an optimal basis; returns the number of pivots.
   std::uint64_t solve();
 
@@ -44,8 +56,10 @@ class IncrementalNetworkSimplex {
   /// arcs at flow 0 and ≤ 0 on arcs at capacity).
   [[nodiscard]] std::int64_t potential(int node) const { return potential_[node]; }
 
-  /// Token arcs plus never-cached arcs (the backbone not counted).
-  [[nodiscard]] std::size_t token_arcs() const { return source_.size() - static_cast<std::size_t>(n_); }
+  /// Token arcs plus never-cached arcs (the backbone and the budget arcs not counted).
+  [[nodiscard]] std::size_t token_arcs() const {
+    return source_.size() - static_cast<std::size_t>(n_) - budget_arcs_;
+  }
 
  private:
   enum State : signed char { kTree = 0, kLower = 1, kUpper = -1 };
@@ -67,6 +81,7 @@ class IncrementalNetworkSimplex {
   std::vector<std::vector<int>> children_;
   std::vector<std::int64_t> potential_;
   std::size_t next_arc_ = 0;  // block search resumes here
+  std::size_t budget_arcs_ = 0;  // arcs D_0 → D_n added by increase_budget
   // Scratch for pivots.
   std::vector<int> up_from_first_, up_from_second_, stack_;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <numeric>
 #include <vector>
 
 #include "core/generator.hpp"
@@ -139,6 +140,54 @@ TEST(ImplicitFlow, SeveralBudgetsInOneCallEqualSeparateSolves) {
   // OPT is non-decreasing in the budget.
   EXPECT_LE(all[1].summary.value, all[0].summary.value);
   EXPECT_LE(all[0].summary.value, all[2].summary.value);
+}
+
+RC_GTEST_PROP(ImplicitFlow, EveryBudgetOfOneCallEqualsTheDynamicProgram, ()) {
+  // One simplex raised budget by budget (increase_budget) must reach each budget's own optimum,
+  // and the value taken from the flow's arcs (step_mass off) must equal the schedule's mass.
+  const int n = *rc::gen::inRange(1, 11);
+  const Eigen::MatrixXd a = testing::random_attention(n, 300);
+  const auto gains = TriangularGains<double>::from_dense(a, "test");
+  std::vector<int> budgets(n + 2);
+  std::iota(budgets.begin(), budgets.end(), 0);
+  ImplicitFlowOptions arcs_only;
+  arcs_only.step_mass = false;
+  const auto curve = implicit_flow_optima(gains, budgets, arcs_only);
+  for (int k = 0; k <= n + 1; ++k) {
+    const ScheduleSummary& s = curve[k].summary;
+    RC_ASSERT(s.status == ScheduleStatus::kOptimal);
+    RC_ASSERT(is_process_schedule(s.last_step, k));
+    RC_ASSERT(near(s.value, cache_dp(a, k).value, kAgreement));
+    RC_ASSERT(near(s.value, schedule_value(a, s.last_step), kAgreement));
+    RC_ASSERT(s.upper_bound - s.value <= kAgreement * std::max(1.0, s.value));
+  }
+}
+
+TEST(ImplicitFlow, TheBudgetCurveEqualsTheNetworkSimplexAndIsConcave) {
+  // n = 300 spans five pricing blocks of 64 steps, so pricing skips blocks on every budget.
+  const Workload w = tiny_workload("tiny", 300, 17);
+  const HeadGroup group = head_group(w, 0, 1);
+  const Eigen::MatrixXd a = gain_matrix(group);
+  const auto gains = triangular_gain_matrix<double>(group);
+  std::vector<int> budgets(151);
+  std::iota(budgets.begin(), budgets.end(), 0);
+  ImplicitFlowOptions arcs_only;
+  arcs_only.step_mass = false;
+  const auto curve = implicit_flow_optima(gains, budgets, arcs_only);
+  for (int k = 0; k <= 150; ++k) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    const ScheduleSummary& s = curve[k].summary;
+    ASSERT_EQ(s.status, ScheduleStatus::kOptimal);
+    EXPECT_TRUE(s.step_mass.size() == 0);
+    EXPECT_TRUE(near(s.value, schedule_value(a, s.last_step), kAgreement));
+    EXPECT_LE(s.upper_bound - s.value, kAgreement * std::max(1.0, s.value));
+    if (k % 10 == 3) check_against_network_simplex(a, k, curve[k]);
+    // OPT(k) is concave in k: each further slot earns no more than the previous one.
+    if (k >= 2) {
+      EXPECT_LE(s.value - curve[k - 1].summary.value,
+                curve[k - 1].summary.value - curve[k - 2].summary.value + kAgreement);
+    }
+  }
 }
 
 TEST(ImplicitFlow, StoppingAtAGapReturnsACertifiedInterval) {

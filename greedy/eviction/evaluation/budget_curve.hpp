@@ -1,0 +1,37 @@
+#pragma once
+/// \file
+/// The budget curve of one (layer, KV head): the exact offline optimum OPT(k) for every budget
+/// k = 1..K from one implicit_flow_optima call (implicit_flow.hpp: one simplex raised budget by
+/// budget), or, with a relative gap, a certified interval per budget. OPT(k) is nondecreasing and
+/// concave in k (min-cost flow in the amount of flow), which is what the curve shows.
+
+#include <vector>
+
+#include "core/workload.hpp"
+#include "greedy/eviction/process/cache_schedule.hpp"
+
+namespace subevict::greedy {
+
+/// One budget of the curve, on the group's summed attention (the scale of HeadEvaluation::optimum).
+struct BudgetCurvePoint {
+  int budget = 0;
+  double value = 0.0;        ///< OPT(k) (kOptimal) or the value of a feasible schedule (kFeasible)
+  double upper_bound = 0.0;  ///< certified: value ≤ OPT(k) ≤ upper_bound
+  ScheduleStatus status = ScheduleStatus::kOptimal;
+};
+
+struct BudgetCurve {
+  int layer = 0, kv_head = 0, heads = 1, tokens = 0;
+  std::vector<BudgetCurvePoint> points;  ///< budgets 1..K in order
+  double seconds = 0.0;                  ///< gains and solves together
+};
+
+/// OPT(k) for k = 1..max_budget of (layer, kv_head) of `workload`, the gains stored as
+/// evaluate_head_budgets stores them (double up to kDoubleGainsTokens tokens, float beyond).
+/// relative_gap = 0: exact (status kOptimal at every budget); > 0: each budget stops at that gap.
+/// Throws InputError for max_budget outside [1, tokens] or a gap that is negative or not finite;
+/// std::out_of_range for a layer or head outside the workload.
+[[nodiscard]] BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_head, int max_budget,
+                                               double relative_gap = 0.0);
+
+}  // namespace subevict::greedy

@@ -1,0 +1,168 @@
+"""`subevict simulate` with several budgets, `--budget-curve` and `--optimum certified`, checked
+against the explicit network simplex (`subevict.offline_optimum`, an independent solver of the same
+min-cost flow): every budget's OPT, every point of the budget curve, and every certified interval."""
+
+import csv
+import json
+import re
+import subprocess
+
+import pytest
+
+import subevict
+from conftest import cli_path
+
+CURVE = 48  # k = 1..48 of 96 tokens
+GAP = 1e-3
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_gqa_file, cli, tmp_path_factory):
+    common = ["simulate", "--workload", tiny_gqa_file, "--layers", "0", "--heads", "all", "--budget", "0.2",
+              "--budgets", "9,40", "--budget-curve", CURVE, "--policies", "h2o,tova,local,random", "--no-plots", "--quiet", "--threads", 2]
+    exact = tmp_path_factory.mktemp("exact")
+    cli(*common, "-o", exact)
+    certified = tmp_path_factory.mktemp("certified")
+    cli(*common, "--optimum", "certified", "--gap", GAP, "-o", certified)
+    w = subevict.read_workload(str(tiny_gqa_file))
+    return exact, certified, w
+
+
+def reference(w, layer, kv_head, k):
+    """OPT / g from the explicit network, and g (the group's query heads)."""
+    gains = subevict.gain_matrix(w, layer, kv_head)
+    opt = subevict.offline_optimum(gains, k)
+    assert opt["status"] == "optimal"
+    g = w.shape["q_heads"] // w.shape["kv_heads"]
+    return opt["total"] / g
+
+
+def test_every_budget_of_one_solve_equals_the_explicit_network(runs):
+    exact, _, w = runs
+    summary = rows(exact / "summary.csv")
+    assert {int(r["budget_size"]) for r in summary} == {9, 19, 40}
+    for r in summary:
+        opt = reference(w, int(r["layer"]), int(r["kv_head"]), int(r["budget_size"]))
+        assert float(r["optimum_total"]) == pytest.approx(opt, rel=1e-9)
+        assert float(r["optimum_lower_bound"]) == pytest.approx(opt, rel=1e-9)
+        assert float(r["optimum_upper_bound"]) == pytest.approx(opt, rel=1e-9)
+        assert float(r["total_retained_mass"]) <= float(r["optimum_upper_bound"]) * (1 + 1e-9)
+
+
+def test_the_budget_curve_is_the_optimum_at_every_budget(runs):
+    exact, _, w = runs
+    curve = rows(exact / "budget_curve.csv")
+    heads = {(int(r["layer"]), int(r["kv_head"])) for r in curve}
+    assert len(heads) == 2 and len(curve) == 2 * CURVE
+    summary = {(int(r["layer"]), int(r["kv_head"]), int(r["budget_size"])): float(r["optimum_total"])
+               for r in rows(exact / "summary.csv")}
+    for layer, kv in heads:
+        points = sorted((int(r["budget_size"]), float(r["optimum_lower_bound"]), float(r["optimum_upper_bound"]),
+                         r["status"]) for r in curve if (int(r["layer"]), int(r["kv_head"])) == (layer, kv))
+        assert [p[0] for p in points] == list(range(1, CURVE + 1))
+        values = [p[1] for p in points]
+        for k, value, upper, status in points:
+            assert status == "optimal"
+            assert value == pytest.approx(reference(w, layer, kv, k), rel=1e-9), k
+            assert upper == pytest.approx(value, rel=1e-9)
+            if (layer, kv, k) in summary:  # the same OPT as the budgets' own solve
+                assert value == pytest.approx(summary[(layer, kv, k)], rel=1e-9)
+        steps = [b - a for a, b in zip(values, values[1:])]
+        assert all(s >= -1e-9 for s in steps)  # nondecreasing in k
+        assert all(b <= a + 1e-9 for a, b in zip(steps, steps[1:]))  # concave in k
+
+
+def test_certified_intervals_hold_the_optimum_within_the_gap(runs):
+    _, certified, w = runs
+    doc = json.loads((certified / "results.json").read_text())
+    assert doc["optimum"] == "certified" and doc["optimum_gap"] == GAP
+    checked = 0
+    for r in rows(certified / "summary.csv") + [
+            dict(r, budget_size=r["budget_size"]) for r in rows(certified / "budget_curve.csv")]:
+        lower, upper = float(r["optimum_lower_bound"]), float(r["optimum_upper_bound"])
+        opt = reference(w, int(r["layer"]), int(r["kv_head"]), int(r["budget_size"]))
+        assert lower <= opt * (1 + 1e-9) and opt <= upper * (1 + 1e-9)
+        assert upper - lower <= GAP * upper * (1 + 1e-9)
+        if "total_retained_mass" in r:
+            assert float(r["total_retained_mass"]) <= upper * (1 + 1e-9)
+        checked += 1
+    assert checked > 2 * CURVE
+
+
+def test_heads_csv_times_every_head(runs):
+    exact, _, _ = runs
+    heads = rows(exact / "heads.csv")
+    assert sorted((int(r["layer"]), int(r["kv_head"])) for r in heads) == [(0, 0), (0, 1)]
+    for r in heads:
+        assert int(r["budgets"]) == 3 and int(r["tokens"]) == 96
+        assert 0 < float(r["optimum_seconds"]) <= float(r["seconds"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--optimum", "certified", "--gap", "0"], "--gap: expected a finite relative gap > 0, got 0"),
+    (["--gap", "nan"], "--gap: expected a finite relative gap > 0"),
+    (["--budget-curve", "-1"], "--budget-curve: expected an integer K >= 1"),
+    (["--budget-curve", "97"], "--budget-curve: expected K <= 96 (the tokens), got 97"),
+    (["--optimum", "oracle", "--budget-curve", "4"], "expected --optimum flow or certified"),
+    (["--optimum", "exact"], "--optimum: expected none, flow, certified or oracle, got exact"),
+])
+def test_bad_optimum_options_fail_naming_the_option(tiny_gqa_file, tmp_path, args, message):
+    out = tmp_path / "out"
+    result = subprocess.run([str(cli_path()), "simulate", "--workload", str(tiny_gqa_file), "--quiet", "-o", str(out),
+                             *args], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert not out.exists()
+
+
+def test_python_budget_curve_equals_the_command_line_and_the_explicit_network(runs):
+    exact, _, w = runs
+    cli_curve = {(int(r["kv_head"]), int(r["budget_size"])): float(r["optimum_lower_bound"])
+                 for r in rows(exact / "budget_curve.csv")}
+    for kv in (0, 1):
+        curve = subevict.budget_curve(w, 0, kv, CURVE)
+        assert list(curve["budget"]) == list(range(1, CURVE + 1))
+        assert curve["status"] == ["optimal"] * CURVE and curve["group_size"] == 2 and curve["tokens"] == 96
+        for k, value, upper in zip(curve["budget"], curve["total"], curve["upper_bound"]):
+            assert value == pytest.approx(reference(w, 0, kv, int(k)), rel=1e-9), k
+            assert upper == pytest.approx(value, rel=1e-9)
+            assert value == pytest.approx(cli_curve[(kv, int(k))], rel=1e-9)
+
+
+def test_python_certified_results_hold_the_optimum_within_the_gap(runs):
+    _, _, w = runs
+    curve = subevict.budget_curve(w, 0, 1, CURVE, gap=GAP)
+    for k, lower, upper in zip(curve["budget"], curve["total"], curve["upper_bound"]):
+        opt = reference(w, 0, 1, int(k))
+        assert lower <= opt * (1 + 1e-9) and opt <= upper * (1 + 1e-9)
+        assert upper - lower <= GAP * upper * (1 + 1e-9)
+    for cell in subevict.simulate(w, ["h2o"], budget=[9, 40], kv_heads=[0, 1], optimum="certified", gap=GAP):
+        opt = reference(w, 0, cell["kv_head"], cell["budget_size"])
+        lower, upper = cell["optimum"]["total"], cell["optimum"]["upper_bound"]
+        assert lower <= opt * (1 + 1e-9) and opt <= upper * (1 + 1e-9)
+        assert upper - lower <= GAP * upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_budget": 0}, "largest budget K: expected an integer in [1, 96] (the tokens), got 0"),
+    ({"max_budget": 97}, "largest budget K: expected an integer in [1, 96] (the tokens), got 97"),
+    ({"max_budget": 4, "gap": -1.0}, "gap: expected a finite value >= 0"),
+    ({"max_budget": 4, "gap": float("nan")}, "gap: expected a finite value >= 0"),
+    ({"max_budget": 4, "kv_head": 2}, "layer, kv_head: expected indices inside the workload"),
+])
+def test_bad_budget_curve_arguments_raise_naming_them(runs, kwargs, message):
+    _, _, w = runs
+    args = {"layer": 0, "kv_head": 0, **kwargs}
+    with pytest.raises(subevict.InputError, match=re.escape(message)):
+        subevict.budget_curve(w, **args)
+
+
+def test_python_simulate_rejects_a_bad_gap(runs):
+    _, _, w = runs
+    with pytest.raises(subevict.InputError, match="gap"):
+        subevict.simulate(w, ["h2o"], budget=9, kv_heads=0, optimum="certified", gap=0.0)
