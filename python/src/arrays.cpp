@@ -51,6 +51,7 @@ const char* dtype_text() {
   if constexpr (std::is_same_v<T, double>) return "float64";
   if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
   if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8 (or bool)";
   return "?";
 }
 
@@ -85,6 +86,7 @@ const T* checked_data(const AnyArray& array, int ndim, const std::string& source
 template const float* checked_data<float>(const AnyArray&, int, const std::string&, const std::string&);
 template const double* checked_data<double>(const AnyArray&, int, const std::string&, const std::string&);
 template const std::int64_t* checked_data<std::int64_t>(const AnyArray&, int, const std::string&, const std::string&);
+template const std::uint8_t* checked_data<std::uint8_t>(const AnyArray&, int, const std::string&, const std::string&);
 
 Eigen::MatrixXd to_matrix(const AnyArray& array, const std::string& source, const std::string& field) {
   const double* data = checked_data<double>(array, 2, source, field);

@@ -15,6 +15,7 @@
 #include "core/input_error.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/recorded_decisions.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
@@ -27,12 +28,35 @@ using namespace nb::literals;
 
 namespace {
 
-/// One policy as given: a built-in spec or a Python object.
+/// One policy as given: a built-in spec, a recorded schedule (subevict.Decisions) or a Python object.
 struct PolicyItem {
   std::string label;
   std::optional<greedy::PolicySpec> spec;
-  nb::object object;  // a Python policy when !spec
+  nb::object object;  // a Python policy when neither spec nor decisions
+  std::shared_ptr<const greedy::DecisionsFile> decisions;
+  greedy::ScheduleAdmission admission = greedy::ScheduleAdmission::kExact;
 };
+
+/// A subevict.Decisions object as the library's decisions file, named "decisions LABEL" in
+/// errors; its array is checked (dtype, C order, shape), copied once, never converted.
+std::shared_ptr<const greedy::DecisionsFile> decisions_of(const nb::handle& object, const std::string& label) {
+  const std::string name = "decisions " + label;
+  AnyArray array;
+  if (!nb::try_cast(object.attr("array"), array)) {
+    throw InputError("simulate", name, "a NumPy array", nb::str(nb::type_name(object.attr("array").type())).c_str());
+  }
+  std::vector<std::size_t> shape(array.ndim());
+  for (std::size_t a = 0; a < shape.size(); ++a) shape[a] = array.shape(a);
+  auto file = std::make_shared<greedy::DecisionsFile>(greedy::decisions_layout(name, shape));
+  if (file->form == greedy::DecisionsForm::kKeepMask) {
+    const std::uint8_t* data = checked_data<std::uint8_t>(array, -1, "simulate", name + " (a keep mask)");
+    file->mask.assign(data, data + array.size());
+  } else {
+    const std::int64_t* data = checked_data<std::int64_t>(array, -1, "simulate", name + " (eviction steps)");
+    file->steps.assign(data, data + array.size());
+  }
+  return file;
+}
 
 std::vector<PolicyItem> parse_policies(const nb::list& policies, int horizon) {
   std::vector<PolicyItem> items;
@@ -44,6 +68,12 @@ std::vector<PolicyItem> parse_policies(const nb::list& policies, int horizon) {
         PolicyItem item{spec.label(), std::move(spec), nb::none()};
         items.push_back(std::move(item));
       }
+    } else if (nb::hasattr(p, "_subevict_decisions")) {
+      PolicyItem item{nb::cast<std::string>(p.attr("name")), std::nullopt, nb::none()};
+      item.decisions = decisions_of(p, item.label);
+      item.admission = nb::cast<bool>(p.attr("to_process")) ? greedy::ScheduleAdmission::kToProcess
+                                                            : greedy::ScheduleAdmission::kExact;
+      items.push_back(std::move(item));
     } else {
       const std::string label = python_policy_label(p);
       check_python_policy(p, label);
@@ -134,6 +164,9 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
     }
   }
   require_finite(w, layers, kv_heads, "simulate", "in the selected layers and KV heads");
+  for (const PolicyItem& item : items) {
+    if (item.decisions) greedy::check_decisions_fit(*item.decisions, shape, layers);
+  }
 
   nb::list out;
   for (int layer : layers) {
@@ -161,6 +194,18 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
         cell["tokens"] = shape.tokens;
         nb::dict traces;
         for (const PolicyItem& item : items) {
+          if (item.decisions) {
+            greedy::RecordedRun run;
+            {
+              nb::gil_scoped_release release;
+              run = greedy::simulate_recorded(w, layer, kv, *item.decisions, item.label, options, item.admission);
+            }
+            nb::dict d = trace_dict(std::move(run.trace), g, k);
+            d["converted"] = run.admitted.converted;
+            d["changed_tokens"] = run.admitted.changed_tokens;
+            traces[item.label.c_str()] = d;
+            continue;
+          }
           std::unique_ptr<greedy::EvictionPolicy> policy =
               item.spec ? greedy::make_policy(*item.spec) : std::make_unique<PythonPolicy>(item.object, item.label);
           greedy::Trace trace;

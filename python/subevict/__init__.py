@@ -45,10 +45,10 @@ from ._subevict import (
     weighted_coverage,
     write_workload,
 )
-from .policies import Policy, ScorePolicy
+from .policies import Decisions, Policy, ScorePolicy
 
 __all__ = [
-    "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "attention",
+    "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "attention",
     "budget_curve", "check_ids", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
     "modular", "offline_optimum", "policy_names", "policy_parameters", "presets", "read_workload",
     "schedule_value", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
@@ -98,8 +98,8 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     query heads of a KV head, so a step contributes at most 1).
 
     policies: a policy list string as on the command line ("h2o:heavy=0.25,tova"), a Python policy
-        object (subevict.Policy or subevict.ScorePolicy, or anything with evict() or score()), or a
-        list mixing both.
+        object (subevict.Policy or subevict.ScorePolicy, or anything with evict() or score()), a
+        recorded schedule (subevict.Decisions), or a list mixing them.
     budget: a ratio in (0, 1) of the sequence length or an integer size, or a list of them.
     layers, kv_heads: an int or a list (kv_heads default: every KV head).
     optimum: "flow" (offline optimum and per-step oracle), "certified" (a feasible schedule and a

@@ -57,3 +57,32 @@ class ScorePolicy:
         if function is None:
             raise NotImplementedError("a ScorePolicy needs a score function or an overridden score()")
         return function(step, cache, q, K, V)
+
+
+class Decisions:
+    """A recorded eviction schedule of any system, replayed by subevict.simulate like a policy
+    (`subevict simulate --decisions`), under the same process, contract checks, metrics and optimum.
+
+    array: eviction steps, int64, (n,) for every (layer, KV head) run or (layers, kv_heads, n) per
+        head: e[j] is the step at which token j left the cache (j: evicted on arrival, n: never);
+        or a keep mask, bool or uint8, (n, n) or (layers, kv_heads, n, n): mask[i, j] = 1 exactly
+        when token j is in the cache after step i. A policy trace's `last_step + 1` is its
+        eviction steps.
+    name: the trace's label is "recorded:NAME".
+    to_process: a schedule that evicts before the cache is full, or several tokens in one step, is
+        rejected naming the first bad step unless to_process=True, which evaluates the process
+        schedule keeping every token at least as long instead (`--decisions-to-process`; the trace
+        then reports `converted` and `changed_tokens`).
+
+    The schedule is admitted at each run's budget: pass the budget it was recorded at.
+    """
+
+    _subevict_decisions = True
+
+    def __init__(self, array, name: str, to_process: bool = False):
+        array = np.asarray(array)
+        if array.dtype == np.bool_:
+            array = array.view(np.uint8)  # the same bytes, 0 or 1
+        self.array = array
+        self.name = f"recorded:{name}"
+        self.to_process = bool(to_process)

@@ -61,14 +61,12 @@ AdmittedSchedule DecisionsFile::admit(int layer, int kv_head, int budget, int pr
                          prefill, admission, name);
 }
 
-DecisionsFile read_decisions(const std::string& path, const ReadOptions& options) {
-  const MappedFile file(path, options.max_bytes);
-  const std::vector<std::size_t> shape = npy_shape(file.bytes(), path);
+DecisionsFile decisions_layout(const std::string& name, const std::vector<std::size_t>& shape) {
   const std::string shown = shape_text(shape);
   DecisionsFile out;
-  out.path = path;
+  out.path = name;
   if (shape.empty() || shape.size() > 4) {
-    throw InputError(path, "shape",
+    throw InputError(name, "shape",
                      "(n,) or (layers, kv_heads, n) eviction steps, or (n, n) or (layers, kv_heads, n, n) keep "
                      "masks",
                      shown);
@@ -76,17 +74,23 @@ DecisionsFile read_decisions(const std::string& path, const ReadOptions& options
   const bool mask = shape.size() % 2 == 0;
   out.form = mask ? DecisionsForm::kKeepMask : DecisionsForm::kEvictionSteps;
   if (shape.size() >= 3) {
-    out.layers = checked_int(shape[0], path, shown);
-    out.kv_heads = checked_int(shape[1], path, shown);
+    out.layers = checked_int(shape[0], name, shown);
+    out.kv_heads = checked_int(shape[1], name, shown);
     if (out.layers == 0 || out.kv_heads == 0) {
-      throw InputError(path, "shape", "at least one layer and one KV head", shown);
+      throw InputError(name, "shape", "at least one layer and one KV head", shown);
     }
   }
-  out.tokens = checked_int(shape.back(), path, shown);
-  if (mask) {
-    if (shape[shape.size() - 2] != shape.back()) {
-      throw InputError(path, "shape", "a keep mask square in its last two axes (n, n)", shown);
-    }
+  out.tokens = checked_int(shape.back(), name, shown);
+  if (mask && shape[shape.size() - 2] != shape.back()) {
+    throw InputError(name, "shape", "a keep mask square in its last two axes (n, n)", shown);
+  }
+  return out;
+}
+
+DecisionsFile read_decisions(const std::string& path, const ReadOptions& options) {
+  const MappedFile file(path, options.max_bytes);
+  DecisionsFile out = decisions_layout(path, npy_shape(file.bytes(), path));
+  if (out.form == DecisionsForm::kKeepMask) {
     out.mask = parse_npy_integers<std::uint8_t>(file.bytes(), path, options).data;
   } else {
     out.steps = parse_npy_integers<std::int64_t>(file.bytes(), path, options).data;

@@ -49,6 +49,13 @@ struct DecisionsFile {
                                        ScheduleAdmission admission) const;
 };
 
+/// The layout (form, L, H, n) of a decisions array of `shape`, its values not yet filled in; `name`
+/// becomes DecisionsFile::path (how errors name the record). Throws InputError(name, "shape", ...)
+/// for a rank other than 1 to 4, zero layers or KV heads, a keep mask that is not square in its
+/// last two axes, and sizes beyond int. The one shape rule of read_decisions and of arrays handed
+/// in from elsewhere (the Python package).
+[[nodiscard]] DecisionsFile decisions_layout(const std::string& name, const std::vector<std::size_t>& shape);
+
 /// Reads a decisions file (.npy, any integer dtype for eviction steps, bool/uint8 for keep masks).
 /// Throws InputError(path, ...) for the container (core/npy.hpp parse_npy_integers), a rank other
 /// than 1 to 4, a keep mask that is not square in its last two axes or not bool/uint8 valued, and
