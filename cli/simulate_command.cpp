@@ -255,7 +255,7 @@ std::pair<Aggregate, std::string> budget_curve_outputs(const std::vector<greedy:
   Aggregate mean;
   std::map<int, bool> exact;  // k -> every head optimal
   std::ostringstream csv;
-  csv << "layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,seconds\n";
+  csv << "layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,curve_seconds\n";
   for (const greedy::BudgetCurve& c : curves) {
     const double g = c.heads, n = c.tokens;
     for (const greedy::BudgetCurvePoint& p : c.points) {
