@@ -170,7 +170,13 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex mutex;
-  Progress progress("simulate", (long long)heads.size(), "(layer, KV head) groups", args.quiet);
+  // With a budget curve a unit is a group or one curve point, reported in chunks of K/16 points,
+  // so that a long curve on one head shows it is alive.
+  const long long curve = args.budget_curve;
+  const long long curve_chunk = std::max(1LL, curve / 16);
+  Progress progress("simulate", (long long)heads.size() * (1 + curve),
+                    curve > 0 ? "units (head groups and curve points)" : "(layer, KV head) groups",
+                    args.quiet);
   auto worker = [&]() {
     for (std::size_t h; (h = next++) < heads.size();) {
       try {
@@ -213,8 +219,16 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
           }
         }
         if (args.budget_curve > 0) {
+          long long reported = 0;
+          const auto report = [&](int done) {
+            if (done - reported < curve_chunk && done < curve) return;
+            progress.advance(done - reported, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
+                                                  ": curve to k = " + std::to_string(done) + ")");
+            reported = done;
+          };
           curves[h] = greedy::optimum_budget_curve(w, layer, kv, args.budget_curve,
-                                                   options.optimum == greedy::OptimumMode::kCertified ? args.gap : 0.0);
+                                                   options.optimum == greedy::OptimumMode::kCertified ? args.gap : 0.0,
+                                                   report);
         }
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         for (std::size_t b = 0; b < budgets.size(); ++b) cells[h * budgets.size() + b].head_seconds = seconds;

@@ -166,3 +166,17 @@ def test_python_simulate_rejects_a_bad_gap(runs):
     _, _, w = runs
     with pytest.raises(subevict.InputError, match="gap"):
         subevict.simulate(w, ["h2o"], budget=9, kv_heads=0, optimum="certified", gap=0.0)
+
+
+def test_a_budget_curve_reports_progress_within_a_head(tiny_gqa_file, tmp_path):
+    result = subprocess.run([str(cli_path()), "simulate", "--workload", str(tiny_gqa_file), "--heads", "all",
+                             "--budget-curve", "48", "--policies", "h2o", "--no-plots", "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("simulate: ")]
+    done = [int(re.match(r"simulate: (\d+)/98 units \(head groups and curve points\)", line).group(1))
+            for line in lines]
+    assert done == sorted(done) and done[-1] == 98  # 2 heads x (1 group + 48 points)
+    for kv in (0, 1):  # 16 chunks of 3 points per head's curve, each named
+        assert sum(f"KV head {kv}: curve to k = " in line for line in lines) == 16
+        assert f"(layer 0, KV head {kv}: curve to k = 48)" in result.stderr

@@ -15,7 +15,8 @@ namespace subevict::greedy {
 namespace {
 
 template <class Scalar>
-std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budget, double relative_gap) {
+std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budget, double relative_gap,
+                                           const std::function<void(int)>& on_points) {
   const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
   std::vector<int> budgets(static_cast<std::size_t>(max_budget));
   std::iota(budgets.begin(), budgets.end(), 1);
@@ -23,6 +24,7 @@ std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budge
   options.relative_gap = relative_gap;
   options.step_mass = false;     // values only: Σ W_jj + Σ C_j(e_j) from the flow's arcs
   options.process_form = false;  // the schedules are not kept
+  if (on_points) options.on_budget = [&on_points](std::size_t done) { on_points(static_cast<int>(done)); };
   std::vector<BudgetCurvePoint> out;
   for (const ImplicitFlowResult& r : implicit_flow_optima(gains, budgets, options)) {
     out.push_back(BudgetCurvePoint{r.budget, r.summary.value, r.summary.upper_bound, r.summary.status});
@@ -33,7 +35,7 @@ std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budge
 }  // namespace
 
 BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_head, int max_budget,
-                                 double relative_gap) {
+                                 double relative_gap, const std::function<void(int)>& on_points) {
   const int n = workload.shape().tokens;
   if (max_budget < 1 || max_budget > n) {
     throw InputError("budget curve", "largest budget K", "an integer in [1, " + std::to_string(n) + "] (the tokens)",
@@ -49,8 +51,8 @@ BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_hea
   out.kv_head = kv_head;
   out.heads = group.group_size();
   out.tokens = n;
-  out.points = n <= kDoubleGainsTokens ? curve_points<double>(group, max_budget, relative_gap)
-                                       : curve_points<float>(group, max_budget, relative_gap);
+  out.points = n <= kDoubleGainsTokens ? curve_points<double>(group, max_budget, relative_gap, on_points)
+                                       : curve_points<float>(group, max_budget, relative_gap, on_points);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -5,6 +5,7 @@
 /// budget), or, with a relative gap, a certified interval per budget. OPT(k) is nondecreasing and
 /// concave in k (min-cost flow in the amount of flow), which is what the curve shows.
 
+#include <functional>
 #include <vector>
 
 #include "core/workload.hpp"
@@ -29,9 +30,11 @@ struct BudgetCurve {
 /// OPT(k) for k = 1..max_budget of (layer, kv_head) of `workload`, the gains stored as
 /// evaluate_head_budgets stores them (double up to kDoubleGainsTokens tokens, float beyond).
 /// relative_gap = 0: exact (status kOptimal at every budget); > 0: each budget stops at that gap.
+/// `on_points` (may be empty) is called after each budget with the number of budgets done.
 /// Throws InputError for max_budget outside [1, tokens] or a gap that is negative or not finite;
 /// std::out_of_range for a layer or head outside the workload.
 [[nodiscard]] BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_head, int max_budget,
-                                               double relative_gap = 0.0);
+                                               double relative_gap = 0.0,
+                                               const std::function<void(int)>& on_points = {});
 
 }  // namespace subevict::greedy

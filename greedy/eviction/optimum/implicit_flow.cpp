@@ -433,10 +433,12 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
   // from its own guessed arcs, which pivots less than raising the flow through the old basis.
   std::vector<std::vector<TokenArc>> arcs;
   std::optional<IncrementalNetworkSimplex> simplex;
+  std::size_t solved = 0;
   for (std::size_t b : order) {
     const int k = std::min(budgets[b], gains.size());
     if (k == 0) {
       out[b] = nothing_cached(gains, budgets[b], options.step_mass, std::chrono::steady_clock::now());
+      if (options.on_budget) options.on_budget(++solved);
       continue;
     }
     if (!simplex || k - simplex->budget() > kWarmBudgetStep * simplex->budget()) {
@@ -446,6 +448,7 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
       simplex->increase_budget(k - simplex->budget());
     }
     out[b] = solve(gains, budgets[b], scale, *simplex, arcs, options);
+    if (options.on_budget) options.on_budget(++solved);
   }
   return out;
 }

@@ -74,6 +74,9 @@ struct ImplicitFlowOptions {
   bool step_mass = true;
   /// Called after every round (may be empty).
   std::function<void(const ImplicitFlowRound&)> on_round;
+  /// implicit_flow_optima: called after each budget is solved with the number solved so far (may
+  /// be empty); how a long budget curve reports progress.
+  std::function<void(std::size_t)> on_budget;
 };
 
 /// The result: the schedule summary (value, certified upper_bound, schedule, step masses, status
@@ -92,8 +95,11 @@ template <class Scalar>
 [[nodiscard]] ImplicitFlowResult implicit_flow_optimum(const TriangularGains<Scalar>& gains, int budget,
                                                        const ImplicitFlowOptions& options = {});
 
-/// implicit_flow_optimum for several budgets in one call, in ascending order of budget, each solve
-/// starting from the arcs the previous one needed (results in the order of `budgets`).
+/// implicit_flow_optimum for several budgets in one call (results in the order of `budgets`),
+/// solved in ascending order of budget: a budget at most 15% above the previous one continues from
+/// the previous optimal basis and arcs with the flow raised by the difference (the budget curve's
+/// k → k + 1); a larger step starts a fresh simplex from its own guessed arcs. Every result is as
+/// exact as a separate implicit_flow_optimum call.
 template <class Scalar>
 [[nodiscard]] std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scalar>& gains,
                                                                    const std::vector<int>& budgets,
