@@ -19,6 +19,7 @@
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
+#include "greedy/eviction/process/schedule_overlap.hpp"
 #include "optimum.hpp"
 #include "python_policy.hpp"
 
@@ -131,7 +132,7 @@ nb::dict trace_dict(greedy::Trace&& t, double g, int k) {
 nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std::vector<double>& budget_values,
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
                       const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
-                      bool record_cache) {
+                      bool record_cache, bool overlap) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
@@ -174,6 +175,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
       const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
       const double g = group.group_size();
       std::vector<greedy::HeadEvaluation> optima;
+      Eigen::MatrixXd gains;  // W of the group, built once when an overlap asks for it
       if (optimum != greedy::OptimumMode::kNone) {
         nb::gil_scoped_release release;
         // Every budget of the head in one solve, as `subevict simulate` runs each (layer, KV head).
@@ -193,6 +195,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
         cell["group_size"] = group.group_size();
         cell["tokens"] = shape.tokens;
         nb::dict traces;
+        std::vector<std::pair<std::string, std::vector<int>>> schedules;  // (label, t_j) for the overlap
         for (const PolicyItem& item : items) {
           if (item.decisions) {
             greedy::RecordedRun run;
@@ -200,6 +203,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
               nb::gil_scoped_release release;
               run = greedy::simulate_recorded(w, layer, kv, *item.decisions, item.label, options, item.admission);
             }
+            if (overlap) schedules.emplace_back(item.label, run.trace.last_step());
             nb::dict d = trace_dict(std::move(run.trace), g, k);
             d["converted"] = run.admitted.converted;
             d["changed_tokens"] = run.admitted.changed_tokens;
@@ -214,7 +218,29 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
             trace = greedy::simulate(group, *policy, options);
           }
           trace.policy = item.label;
+          if (overlap) schedules.emplace_back(item.label, trace.last_step());
           traces[item.label.c_str()] = trace_dict(std::move(trace), g, k);
+        }
+        if (overlap && !optima.empty() && optima[b].has_optimum) {
+          // Each trace's cache against the optimum's, step by step (simulate --schedules' overlap.csv).
+          const std::vector<int>& optimal = optima[b].optimum.last_step;
+          for (const auto& [label, schedule] : schedules) {
+            greedy::ScheduleOverlap o;
+            {
+              nb::gil_scoped_release release;
+              if (gains.size() == 0) gains = greedy::gain_matrix(group);
+              o = greedy::schedule_overlap(gains, schedule, optimal);
+            }
+            nb::dict od;
+            od["mean_jaccard"] = o.mean_jaccard();
+            od["mean_policy_only_mass"] = o.mean_only_first_mass() / g;
+            od["mean_optimum_only_mass"] = o.mean_only_second_mass() / g;
+            Eigen::VectorXd policy_only = o.only_first_mass / g, optimum_only = o.only_second_mass / g;
+            od["jaccard"] = owned_array(std::move(o.jaccard));
+            od["policy_only_mass"] = owned_array(std::move(policy_only));
+            od["optimum_only_mass"] = owned_array(std::move(optimum_only));
+            nb::cast<nb::dict>(traces[label.c_str()])["overlap_with_optimum"] = od;
+          }
         }
         cell["policies"] = traces;
         cell["optimum"] = nb::none();
@@ -238,7 +264,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
-        "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a,
+        "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a,
         "The engine of subevict.simulate (see its docstring); arguments already normalized to lists.");
   m.def("policy_names", &greedy::spec_policy_names, "The built-in policies' names (simulate --list-policies).");
   m.def(

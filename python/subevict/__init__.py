@@ -91,7 +91,7 @@ def _budget_list(budget: Union[float, Sequence[float]]) -> list:
 def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o,local,streamingllm,l2norm,tova,random",
              budget: Union[float, Sequence[float]] = 0.2, layers: Union[int, Iterable[int]] = 0,
              kv_heads: Union[int, Iterable[int], None] = None, optimum: str = "flow", gap: float = 1e-4,
-             seed: int = 0, horizon: int = 16, record_cache: bool = False) -> list:
+             seed: int = 0, horizon: int = 16, record_cache: bool = False, overlap: bool = False) -> list:
     """Runs eviction policies on (layer, KV head) groups of `workload` against the offline optimum.
 
     The same process, policies, optimum and units as `subevict simulate` (masses are means over the
@@ -107,6 +107,10 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
         [optimum["total"], optimum["upper_bound"]]), "oracle" (oracle only) or "none". Every budget
         of a head is solved in one call, as `subevict simulate` does.
     record_cache: also return every step's cache S_i (memory O(n k) per policy).
+    overlap: with optimum="flow", also each policy's step-by-step overlap with the optimum's cache
+        (as `subevict simulate --schedules`): trace["overlap_with_optimum"] = {"jaccard",
+        "policy_only_mass", "optimum_only_mass" (float64 [n]: |G_i(P) & G_i(OPT)| / |G_i(P) | G_i(OPT)|
+        and the attention of the tokens only one of them holds), and their step means "mean_..."}.
 
     Returns one dict per (layer, KV head, budget), layers outer, budgets inner:
         {"layer", "kv_head", "budget" (as given), "budget_size" (k), "group_size" (g), "tokens" (n),
@@ -127,7 +131,7 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     layer_list = _int_list(layers, "simulate: layers")
     head_list = _int_list(kv_heads, "simulate: kv_heads")
     return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
-                               float(gap), int(seed), int(horizon), bool(record_cache))
+                               float(gap), int(seed), int(horizon), bool(record_cache), bool(overlap))
 
 
 def verify(workload: Union[Workload, str, os.PathLike, None] = None, *, checks: Sequence[str] = (),
