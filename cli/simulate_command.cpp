@@ -184,6 +184,7 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
         const auto [layer, kv] = heads[h];
         std::vector<greedy::HeadEvaluation> evaluations =
             greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, options);
+        Eigen::MatrixXd gains;  // W of the head, built once when --schedules compares with the optimum
         for (std::size_t b = 0; b < budgets.size(); ++b) {
           Cell& cell = cells[h * budgets.size() + b];
           cell.budget_value = budgets[b];
@@ -212,7 +213,7 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
             }
           }
           if (args.schedules && cell.has_optimum) {
-            const Eigen::MatrixXd gains = greedy::gain_matrix(greedy::head_group(w, layer, kv));
+            if (gains.size() == 0) gains = greedy::gain_matrix(greedy::head_group(w, layer, kv));
             for (const Trace& t : cell.traces) {
               cell.overlaps.push_back(greedy::schedule_overlap(gains, t.last_step(), cell.optimum.last_step));
             }
@@ -620,16 +621,14 @@ void run_simulate(const SimulateArgs& args) {
     throw InputError("simulate", "input", "exactly one of --preset and --workload");
   }
   require_output_directory(args.json, "--json");
-  if (args.optimum != "none" && args.optimum != "flow" && args.optimum != "certified" && args.optimum != "oracle") {
-    throw InputError("simulate", "--optimum", "none, flow, certified or oracle", args.optimum);
-  }
+  const greedy::OptimumMode optimum = greedy::parse_optimum_mode(args.optimum, "simulate", "--optimum");
   if (!(std::isfinite(args.gap) && args.gap > 0.0)) {
     throw InputError("simulate", "--gap", "a finite relative gap > 0", significant_digits(args.gap, 10));
   }
   if (args.budget_curve < 0) {
     throw InputError("simulate", "--budget-curve", "an integer K >= 1 (0: no curve)", std::to_string(args.budget_curve));
   }
-  if (args.budget_curve > 0 && args.optimum != "flow" && args.optimum != "certified") {
+  if (args.budget_curve > 0 && optimum != greedy::OptimumMode::kFlow && optimum != greedy::OptimumMode::kCertified) {
     throw InputError("simulate", "--budget-curve", "--optimum flow or certified (the curve is the optimum's)",
                      "--optimum " + args.optimum);
   }

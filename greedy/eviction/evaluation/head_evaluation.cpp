@@ -24,12 +24,12 @@ std::string to_string(OptimumMode mode) {
   return "none";
 }
 
-OptimumMode parse_optimum_mode(const std::string& name, const std::string& source) {
+OptimumMode parse_optimum_mode(const std::string& name, const std::string& source, const std::string& field) {
   if (name == "none") return OptimumMode::kNone;
   if (name == "oracle") return OptimumMode::kOracle;
   if (name == "flow") return OptimumMode::kFlow;
   if (name == "certified") return OptimumMode::kCertified;
-  throw InputError(source, "optimum", "none, flow, certified or oracle", name);
+  throw InputError(source, field, "none, flow, certified or oracle", name);
 }
 
 Budget budget_from_value(double value, const std::string& source) {

@@ -27,10 +27,11 @@ namespace subevict::greedy {
 /// around OPT whose relative width is at most the requested gap (implicit_flow.hpp).
 enum class OptimumMode { kNone, kOracle, kFlow, kCertified };
 
-/// "none" / "oracle" / "flow" / "certified"; parse throws InputError(source, "optimum", ...) for
-/// other names.
+/// "none" / "oracle" / "flow" / "certified"; parse throws InputError(source, field, ...) for
+/// other names (field: how the caller's input names the mode, e.g. "--optimum").
 [[nodiscard]] std::string to_string(OptimumMode mode);
-[[nodiscard]] OptimumMode parse_optimum_mode(const std::string& name, const std::string& source);
+[[nodiscard]] OptimumMode parse_optimum_mode(const std::string& name, const std::string& source,
+                                             const std::string& field = "optimum");
 
 /// What budget_from_value accepts, in words (for error messages).
 inline constexpr const char* kBudgetExpectation =
