@@ -1,17 +1,21 @@
 // The exact offline eviction optimum at long context, side by side in one run: the explicit
 // network simplex (greedy/eviction/optimum/offline_optimum.hpp) against the implicit-arc column
-// generation (implicit_flow.hpp) on one LLM-like head, one row per (n, solver). A plain program
+// generation on stored gains (implicit_flow.hpp) and on streamed gains (streamed_flow.hpp) on one
+// LLM-like head, one row per (n, solver). A plain program
 // printing a Markdown table (bench/results/greedy_long_context_optimum.md); progress on stderr.
 //
-//   long_context_optimum --tokens 1024,4096 --solvers simplex,implicit [--storage double|float]
+//   long_context_optimum --tokens 1024,4096 --solvers simplex,implicit,streamed [--storage double|float]
 //                        [--budget 0.2] [--budgets 0.04,0.1,0.2,0.6 | --budget-curve K]
-//                        [--gap 1e-4] [--preset llama2-7b] [--layer 0] [--head 0] [--seed 1]
+//                        [--gap 1e-4] [--threads 2] [--preset llama2-7b] [--layer 0] [--head 0]
+//                        [--seed 1]
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <ctime>
 #include <iostream>
 #include <string>
@@ -20,6 +24,7 @@
 #include "core/generator.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/streamed_flow.hpp"
 
 namespace {
 
@@ -47,18 +52,22 @@ void row(int n, const std::string& solver, const std::string& k, double wall, do
   std::fflush(stdout);
 }
 
-template <class Scalar>
-void run_implicit(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap,
-                  const std::string& label) {
+/// Times prepare() (the gains: stored, or the streamed normalizers; it returns a note) and
+/// solve(options) (the column generation), with rounds on stderr, and prints the rows. step_mass:
+/// ImplicitFlowOptions::step_mass (else the value comes from the flow's arcs).
+void run_column_generation(
+    int n, const std::vector<int>& budgets, double gap, bool step_mass, const std::string& label,
+    const std::function<std::string()>& prepare,
+    const std::function<std::vector<ImplicitFlowResult>(const ImplicitFlowOptions&)>& solve) {
   const auto wall0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
-  const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
+  const std::string prepared = prepare();
   const double gains_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  std::fprintf(stderr, "n = %d: gains stored (%.0f MB) in %.1f s\n", n, gains.bytes() / 1e6, gains_s);
+  std::fprintf(stderr, "n = %d: gains %s in %.1f s\n", n, prepared.c_str(), gains_s);
   ImplicitFlowOptions options;
   options.relative_gap = gap;
   int rounds = 0;
-  options.step_mass = budgets.size() == 1;  // a curve reports values only
+  options.step_mass = step_mass;
   options.on_round = [&](const ImplicitFlowRound& r) {
     ++rounds;
     if (budgets.size() > 1) return;
@@ -66,7 +75,7 @@ void run_implicit(const HeadGroup& group, int n, const std::vector<int>& budgets
                  r.round, r.arcs, r.added, r.value, r.upper_bound,
                  (r.upper_bound - r.value) / std::max(1.0, r.upper_bound), r.seconds);
   };
-  const auto results = implicit_flow_optima(gains, budgets, options);
+  const auto results = solve(options);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   const double cpu = cpu_seconds() - cpu0;
   if (results.size() == 1) {
@@ -85,6 +94,31 @@ void run_implicit(const HeadGroup& group, int n, const std::vector<int>& budgets
           " in all; value/bound columns: last budget");
 }
 
+template <class Scalar>
+void run_implicit(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap,
+                  const std::string& label) {
+  std::optional<TriangularGains<Scalar>> gains;
+  run_column_generation(
+      n, budgets, gap, budgets.size() == 1, label,  // a curve reports values only
+      [&] {
+        gains.emplace(triangular_gain_matrix<Scalar>(group));
+        return "stored (" + std::to_string(long(gains->bytes() / 1000000)) + " MB)";
+      },
+      [&](const ImplicitFlowOptions& options) { return implicit_flow_optima(*gains, budgets, options); });
+}
+
+void run_streamed(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap, int threads) {
+  std::optional<StreamedGains> gains;
+  run_column_generation(
+      // Step masses would cost one more pass over the gains; the value comes from the flow's arcs.
+      n, budgets, gap, false, "streamed gains (" + std::to_string(threads) + " threads)",
+      [&] {
+        gains.emplace(group, threads);
+        return std::string("normalizers (streamed)");
+      },
+      [&](const ImplicitFlowOptions& options) { return streamed_flow_optima(*gains, budgets, options); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,7 +128,7 @@ int main(int argc, char** argv) {
   std::string storage = "double", preset = "llama2-7b";
   double budget = 0.2, gap = 0.0;
   std::vector<double> budgets;
-  int curve = 0, layer = 0, head = 0;
+  int curve = 0, layer = 0, head = 0, threads = 2;
   std::uint64_t seed = 1;
   app.add_option("--tokens", tokens)->delimiter(',');
   app.add_option("--solvers", solvers)->delimiter(',');
@@ -103,6 +137,7 @@ int main(int argc, char** argv) {
   app.add_option("--budgets", budgets)->delimiter(',');
   app.add_option("--budget-curve", curve, "every k = 1..K in one call (implicit only)");
   app.add_option("--gap", gap);
+  app.add_option("--threads", threads, "threads of the streamed solver's passes")->check(CLI::PositiveNumber);
   app.add_option("--preset", preset);
   app.add_option("--layer", layer);
   app.add_option("--head", head);
@@ -138,8 +173,10 @@ int main(int argc, char** argv) {
         } else {
           run_implicit<double>(group, n, ks, gap, "implicit arcs, double gains");
         }
+      } else if (solver == "streamed") {
+        run_streamed(group, n, ks, gap, threads);
       } else {
-        std::cerr << "unknown solver " << solver << " (expected simplex or implicit)\n";
+        std::cerr << "unknown solver " << solver << " (expected simplex, implicit or streamed)\n";
         return 2;
       }
     }

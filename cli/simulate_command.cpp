@@ -167,6 +167,18 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   options.horizon = args.horizon;
   options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
   options.relative_gap = args.gap;
+  if (options.optimum == greedy::OptimumMode::kOracle && w.shape().tokens > greedy::kStoredGainsTokens) {
+    throw InputError("simulate", "--optimum",
+                     "flow, certified or none beyond " + std::to_string(greedy::kStoredGainsTokens) +
+                         " tokens (the oracle sorts rows of the stored gains)",
+                     "oracle at " + std::to_string(w.shape().tokens) + " tokens");
+  }
+  if (args.schedules && options.optimum != greedy::OptimumMode::kNone && w.shape().tokens > greedy::kStoredGainsTokens) {
+    throw InputError("simulate", "--schedules",
+                     "at most " + std::to_string(greedy::kStoredGainsTokens) +
+                         " tokens with an optimum (the overlap with its cache reads the dense gain matrix)",
+                     std::to_string(w.shape().tokens) + " tokens");
+  }
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex mutex;
@@ -182,8 +194,17 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
       try {
         const auto start = std::chrono::steady_clock::now();
         const auto [layer, kv] = heads[h];
+        greedy::HeadEvaluationOptions head_options = options;
+        if (w.shape().tokens > options.stored_gains_tokens) {  // streamed gains: a round takes minutes
+          head_options.on_optimum_round = [&, layer = layer, kv = kv](const greedy::ImplicitFlowRound& r) {
+            progress.advance(0, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
+                                    ": optimum round " + std::to_string(r.round) + ", relative gap " +
+                                    significant_digits((r.upper_bound - r.value) / r.upper_bound, 2) + ", " +
+                                    significant_digits(r.seconds, 3) + " s)");
+          };
+        }
         std::vector<greedy::HeadEvaluation> evaluations =
-            greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, options);
+            greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, head_options);
         Eigen::MatrixXd gains;  // W of the head, built once when --schedules compares with the optimum
         for (std::size_t b = 0; b < budgets.size(); ++b) {
           Cell& cell = cells[h * budgets.size() + b];
@@ -793,8 +814,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--list-policies", args->list_policies, "List the policies with their parameters and defaults, and exit");
   cmd->add_option("--optimum", args->optimum,
                   "none | flow (exact offline optimum and oracle) | certified (a feasible schedule and a certified "
-                  "upper bound per budget, stopping at --gap; for contexts beyond the exact solver's reach) | oracle "
-                  "(per-step U_i only)")
+                  "upper bound per budget, stopping at --gap) | oracle (per-step U_i only). Beyond 32768 tokens the "
+                  "optimum streams the head's attention instead of storing it, and there is no oracle")
       ->capture_default_str();
   cmd->add_option("--gap", args->gap, "Relative gap (upper - lower) / upper at which --optimum certified stops")
       ->capture_default_str();

@@ -33,15 +33,17 @@ constexpr int kDepthChunk = 128;
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
-/// c[j * 8 + r] = (accumulate ? c[j * 8 + r] : 0) + sum_{p < depth} a[p * 8 + r] * b[p * 6 + j].
+/// c[j * ldc + r] = (accumulate ? c[j * ldc + r] : 0) + sum_{p < depth} a[p * 8 + r] * b[p * 6 + j].
 SUBEVICT_AVX2 inline void tile_8x6(const double* a, const double* b, int depth, double* c,
-                                   bool accumulate) {
+                                   bool accumulate, int ldc = kRows) {
   __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   if (accumulate) {
-    c00 = _mm256_loadu_pd(c + 0), c01 = _mm256_loadu_pd(c + 4), c10 = _mm256_loadu_pd(c + 8);
-    c11 = _mm256_loadu_pd(c + 12), c20 = _mm256_loadu_pd(c + 16), c21 = _mm256_loadu_pd(c + 20);
-    c30 = _mm256_loadu_pd(c + 24), c31 = _mm256_loadu_pd(c + 28), c40 = _mm256_loadu_pd(c + 32);
-    c41 = _mm256_loadu_pd(c + 36), c50 = _mm256_loadu_pd(c + 40), c51 = _mm256_loadu_pd(c + 44);
+    c00 = _mm256_loadu_pd(c), c01 = _mm256_loadu_pd(c + 4);
+    c10 = _mm256_loadu_pd(c + ldc), c11 = _mm256_loadu_pd(c + ldc + 4);
+    c20 = _mm256_loadu_pd(c + 2 * ldc), c21 = _mm256_loadu_pd(c + 2 * ldc + 4);
+    c30 = _mm256_loadu_pd(c + 3 * ldc), c31 = _mm256_loadu_pd(c + 3 * ldc + 4);
+    c40 = _mm256_loadu_pd(c + 4 * ldc), c41 = _mm256_loadu_pd(c + 4 * ldc + 4);
+    c50 = _mm256_loadu_pd(c + 5 * ldc), c51 = _mm256_loadu_pd(c + 5 * ldc + 4);
   } else {
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_pd();
   }
@@ -60,10 +62,12 @@ SUBEVICT_AVX2 inline void tile_8x6(const double* a, const double* b, int depth, 
     bj = _mm256_broadcast_sd(b + 5);
     c50 = _mm256_fmadd_pd(a0, bj, c50), c51 = _mm256_fmadd_pd(a1, bj, c51);
   }
-  _mm256_storeu_pd(c + 0, c00), _mm256_storeu_pd(c + 4, c01), _mm256_storeu_pd(c + 8, c10);
-  _mm256_storeu_pd(c + 12, c11), _mm256_storeu_pd(c + 16, c20), _mm256_storeu_pd(c + 20, c21);
-  _mm256_storeu_pd(c + 24, c30), _mm256_storeu_pd(c + 28, c31), _mm256_storeu_pd(c + 32, c40);
-  _mm256_storeu_pd(c + 36, c41), _mm256_storeu_pd(c + 40, c50), _mm256_storeu_pd(c + 44, c51);
+  _mm256_storeu_pd(c, c00), _mm256_storeu_pd(c + 4, c01);
+  _mm256_storeu_pd(c + ldc, c10), _mm256_storeu_pd(c + ldc + 4, c11);
+  _mm256_storeu_pd(c + 2 * ldc, c20), _mm256_storeu_pd(c + 2 * ldc + 4, c21);
+  _mm256_storeu_pd(c + 3 * ldc, c30), _mm256_storeu_pd(c + 3 * ldc + 4, c31);
+  _mm256_storeu_pd(c + 4 * ldc, c40), _mm256_storeu_pd(c + 4 * ldc + 4, c41);
+  _mm256_storeu_pd(c + 5 * ldc, c50), _mm256_storeu_pd(c + 5 * ldc + 4, c51);
 }
 
 /// exp(x) for x <= 0 (or -inf), 0 below kAvx2FlushBelow. Cody-Waite reduction x = n ln2 + r,
@@ -301,6 +305,16 @@ SUBEVICT_AVX2 void sse2_order_scores_avx2(const float* keys_t, int m, int d, int
       if (d % 2 == 1)
         sum = sum + double(keys_t[std::size_t(d - 1) * stride + e0 + e]) * query[d - 1];
       scores[e0 + e] = 0.0 + sum;  // + the zeroed destination
+    }
+  }
+}
+
+SUBEVICT_AVX2 void score_tile_avx2(const double* queries, int panels, const double* keys,
+                                   int key_tiles, int d, double* scores, int ldc) {
+  for (int t = 0; t < key_tiles; ++t) {
+    for (int b = 0; b < panels; ++b) {
+      tile_8x6(queries + std::size_t(b) * d * kRows, keys + std::size_t(t) * d * kCols, d,
+               scores + std::size_t(t) * kCols * ldc + std::size_t(b) * kRows, false, ldc);
     }
   }
 }

@@ -41,6 +41,15 @@ void exact_attention_rows_avx2(const float* q, const float* k, const float* v, i
 void weighted_rows_avx2(const float* rows, int m, int d, int stride, const double* weights, int g,
                         double* out);
 
+/// scores[j * ldc + 8 b + r] = sum_{p < d} queries[(b d + p) 8 + r] keys[(t d + p) 6 + c] with
+/// j = 6 t + c, for panels b < `panels`, key tiles t < key_tiles, c < 6, r < 8: the dot products of
+/// 8 · panels query rows packed in panels ([panel][p][8 rows]) with 6 · key_tiles keys packed in
+/// tiles ([tile][p][6 keys]), in double with FMA, p ascending (each entry's arithmetic does not
+/// depend on the tile it falls in). Preconditions: ldc >= 8 · panels, d >= 1, a CPU with AVX2
+/// and FMA.
+void score_tile_avx2(const double* queries, int panels, const double* keys, int key_tiles, int d,
+                     double* scores, int ldc);
+
 /// scores[e] = <double(k_e), query> for e < m, the keys stored transposed: k_e[j] =
 /// keys_t[j * stride + e] (d rows of floats, stride >= m), with exactly the rounded operations of
 /// Eigen 3.4's row-major matrix-vector product on 2-wide double packets without FMA (the

@@ -1,5 +1,6 @@
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -9,6 +10,8 @@
 #include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/policies/lookahead.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
+#include "greedy/eviction/optimum/streamed_flow.hpp"
+#include "greedy/eviction/process/streamed_gains.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 
@@ -66,6 +69,23 @@ HeadEvaluation evaluate_head(const Workload& workload, int layer, int kv_head,
 
 namespace {
 
+/// The solver options of a mode: certified stops at the requested gap.
+ImplicitFlowOptions flow_options(const HeadEvaluationOptions& options) {
+  ImplicitFlowOptions flow;
+  if (options.optimum == OptimumMode::kCertified) flow.relative_gap = options.relative_gap;
+  flow.on_round = options.on_optimum_round;
+  return flow;
+}
+
+/// Each budget's optimum (or certified interval) into its evaluation.
+void store_optima(const std::vector<ImplicitFlowResult>& optima, std::vector<HeadEvaluation>& out) {
+  for (std::size_t b = 0; b < optima.size(); ++b) {
+    out[b].optimum = optima[b].summary;
+    out[b].has_optimum = out[b].optimum.status == ScheduleStatus::kOptimal;
+    out[b].has_interval = out[b].optimum.status != ScheduleStatus::kFailed;
+  }
+}
+
 /// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`.
 template <class Scalar>
 void add_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
@@ -78,15 +98,20 @@ void add_optima(const HeadGroup& group, const std::vector<int>& budgets, const H
     out[b].has_oracle = true;
   }
   if (options.optimum == OptimumMode::kFlow || options.optimum == OptimumMode::kCertified) {
-    ImplicitFlowOptions flow;
-    if (options.optimum == OptimumMode::kCertified) flow.relative_gap = options.relative_gap;
-    const std::vector<ImplicitFlowResult> optima = implicit_flow_optima(gains, budgets, flow);
-    for (std::size_t b = 0; b < budgets.size(); ++b) {
-      out[b].optimum = optima[b].summary;
-      out[b].has_optimum = out[b].optimum.status == ScheduleStatus::kOptimal;
-      out[b].has_interval = out[b].optimum.status != ScheduleStatus::kFailed;
-    }
+    store_optima(implicit_flow_optima(gains, budgets, flow_options(options)), out);
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
+}
+
+/// The optimum of every budget of one head on streamed gains into `out` (no oracle).
+void add_streamed_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
+                         std::vector<HeadEvaluation>& out) {
+  if (options.optimum != OptimumMode::kFlow && options.optimum != OptimumMode::kCertified) return;
+  const auto start = std::chrono::steady_clock::now();
+  const StreamedGains gains(group, 1);
+  const std::vector<ImplicitFlowResult> optima = streamed_flow_optima(gains, budgets, flow_options(options));
+  store_optima(optima, out);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
 }
@@ -105,6 +130,12 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     if (budget < 1) throw InputError("evaluate_head", "budget", "an integer >= 1", std::to_string(budget));
   }
   const HeadGroup group = head_group(workload, layer, kv_head);
+  if (options.optimum == OptimumMode::kOracle && group.tokens() > options.stored_gains_tokens) {
+    throw InputError("evaluate_head", "optimum",
+                     "flow, certified or none for more than " + std::to_string(options.stored_gains_tokens) +
+                         " tokens (the oracle sorts rows of the stored gains)",
+                     "oracle at " + std::to_string(group.tokens()) + " tokens");
+  }
   const std::vector<ExactRows> exact = group_exact_rows(group);  // shared by every policy and budget
   std::vector<HeadEvaluation> out(budgets.size());
   for (std::size_t b = 0; b < budgets.size(); ++b) {
@@ -124,10 +155,12 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     }
   }
   if (options.optimum != OptimumMode::kNone) {
-    if (group.tokens() <= kDoubleGainsTokens) {
+    if (group.tokens() <= std::min(kDoubleGainsTokens, options.stored_gains_tokens)) {
       add_optima<double>(group, budgets, options, out);
-    } else {
+    } else if (group.tokens() <= options.stored_gains_tokens) {
       add_optima<float>(group, budgets, options, out);
+    } else {
+      add_streamed_optima(group, budgets, options, out);
     }
   }
   return out;

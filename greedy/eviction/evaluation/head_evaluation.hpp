@@ -9,6 +9,7 @@
 /// (k = max(1, round(ratio n))); a value ≥ 1 must be an integer and is an absolute size.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "greedy/eviction/policies/eviction_policy.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
+#include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/step_oracle.hpp"
 
 namespace subevict::greedy {
@@ -46,6 +48,12 @@ inline constexpr const char* kBudgetExpectation =
 /// window `horizon`. Throws InputError for an unknown name or a horizon < 1.
 [[nodiscard]] std::unique_ptr<EvictionPolicy> make_named_policy(const std::string& name, int horizon);
 
+/// Up to this many tokens the optimum stores the gains at all (float beyond kDoubleGainsTokens:
+/// 2.1 GB at 32768); beyond, it streams them (streamed_flow.hpp: memory O(g n d), one
+/// recomputation of the attention per pass) and the oracle, which sorts whole rows of the stored
+/// gains, is not computed (has_oracle false).
+inline constexpr int kStoredGainsTokens = 32768;
+
 struct HeadEvaluationOptions {
   int budget = 1;                         ///< k (absolute, ≥ 1)
   std::uint64_t seed = 0;                 ///< seed of randomized policies
@@ -53,6 +61,12 @@ struct HeadEvaluationOptions {
   OptimumMode optimum = OptimumMode::kFlow;
   /// The relative gap at which kCertified stops (finite, > 0).
   double relative_gap = 1e-4;
+  /// Heads of more tokens than this stream their gains for the optimum (default kStoredGainsTokens;
+  /// a test lowers it to compare both ways on one head).
+  int stored_gains_tokens = kStoredGainsTokens;
+  /// Called after every round of the optimum's column generation, every budget in turn (may be
+  /// empty): how a caller shows that a head whose rounds take minutes (streamed gains) is alive.
+  std::function<void(const ImplicitFlowRound&)> on_optimum_round;
 };
 
 /// Up to this many tokens the optimum stores the gains in double (8 bytes per entry of the lower
@@ -93,9 +107,11 @@ struct HeadEvaluation {
 
 /// evaluate_head for every budget of `budgets` (absolute, ≥ 1; `options.budget` is ignored), in
 /// that order: the policies are simulated per budget, while the gains are stored once
-/// (triangular_gain_matrix: double up to kDoubleGainsTokens tokens, float beyond), the oracle of
-/// every budget comes from one sort per row (step_oracles), and the optimum of every budget from
-/// one implicit_flow_optima call. Throws InputError for an invalid gap or budget.
+/// (triangular_gain_matrix: double up to kDoubleGainsTokens tokens, float up to
+/// kStoredGainsTokens), the oracle of every budget comes from one sort per row (step_oracles), and
+/// the optimum of every budget from one implicit_flow_optima call; beyond kStoredGainsTokens the
+/// optimum comes from streamed_flow_optima (one thread per head) and there is no oracle. Throws
+/// InputError for an invalid gap or budget.
 [[nodiscard]] std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int layer, int kv_head,
                                                                 const std::vector<PolicySpec>& policies,
                                                                 const std::vector<int>& budgets,

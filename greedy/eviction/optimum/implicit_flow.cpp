@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -12,37 +11,23 @@
 #include <utility>
 
 #include "core/input_error.hpp"
-#include "greedy/eviction/optimum/flow_cost_quantum.hpp"
-#include "greedy/eviction/optimum/incremental_network_simplex.hpp"
+#include "greedy/eviction/optimum/column_generation.hpp"
 
 namespace subevict::greedy {
 namespace {
 
-constexpr const char* kSource = "implicit_flow";
-constexpr int kMaxArcsPerToken = 4;
-/// Integer costs and potentials stay below 2^60 in magnitude (flow_cost_exponent), so every reduced
-/// cost (three such terms) is exact in 64 bits.
-constexpr int kCostBits = 60;
+using namespace column_generation;
 
-/// A restricted-network arc R_j → D_e: its earnings C_j(e) (the running sum down column j, in the
-/// one summation order every pass uses) and shifted cost shift_j − C_j(e) (≥ 0).
-struct TokenArc {
-  int e = 0;
-  double earned = 0.0;
-  double cost = 0.0;
-};
 
 /// Pricing skips whole blocks of steps e ∈ [b·B, (b + 1)·B) when a bound shows that no arc in them
 /// can be added or lower a token's Lagrangian term (price_token).
 constexpr int kPricingBlock = 64;
 
-/// The scaled, shifted costs of one instance: shift_j = C_j(n − 1) (the most token j can earn),
-/// scale = 2^s (flow_cost_exponent), and per token the running sums C_j at the last step of every
-/// block after the one holding j + 1 (block_earned[block_offset[j] + m] ends block
-/// (j + 1)/B + 1 + m), the exact doubles a walk down the column reaches there.
+/// The scaled, shifted costs of one instance (ArcCosts) and per token the running sums C_j at the
+/// last step of every block after the one holding j + 1 (block_earned[block_offset[j] + m] ends
+/// block (j + 1)/B + 1 + m), the exact doubles a walk down the column reaches there.
 struct CostScale {
-  std::vector<double> shift;
-  double scale = 1.0;
+  ArcCosts costs;
   std::vector<std::size_t> block_offset;
   std::vector<double> block_earned;
 };
@@ -58,14 +43,13 @@ CostScale cost_scale(const TriangularGains<Scalar>& gains) {
   const int n = gains.size();
   const int blocks = block_count(n);
   CostScale out;
-  out.shift.resize(n);
+  std::vector<double> shift(n);
   out.block_offset.resize(static_cast<std::size_t>(n) + 1, 0);
   for (int j = 0; j < n; ++j) {
     const int first = (j + 1) / kPricingBlock;  // the block walked step by step
     out.block_offset[j + 1] = out.block_offset[j] + static_cast<std::size_t>(std::max(0, blocks - 1 - first));
   }
   out.block_earned.resize(out.block_offset[n]);
-  double max_cost = 0.0;
   for (int j = 0; j < n; ++j) {
     const Scalar* column = gains.column(j);
     double earned = 0.0;
@@ -79,18 +63,10 @@ CostScale cost_scale(const TriangularGains<Scalar>& gains) {
         next_end = block_end(e / kPricingBlock + 1, n);
       }
     }
-    out.shift[j] = earned;
-    max_cost = std::max(max_cost, earned);
+    shift[j] = earned;
   }
-  out.scale = std::ldexp(1.0, flow_cost_exponent(n, max_cost, kCostBits));
+  out.costs = arc_costs(std::move(shift));
   return out;
-}
-
-/// The integer cost of an arc whose shifted cost is x ≥ 0: ⌊x · scale + 1/2⌋. Every arc's cost is
-/// formed by this one expression from the same double, so pricing sees exactly the costs the
-/// simplex holds.
-std::int64_t integer_cost(double shifted, double scale) {
-  return static_cast<std::int64_t>(shifted * scale + 0.5);
 }
 
 /// Token j's Lagrangian term min_{e ∈ [j, n]} (y_e − C_j(e)) (C_j(n) = C_j(n − 1)).
@@ -106,15 +82,6 @@ double token_lagrangian(const TriangularGains<Scalar>& gains, int j, const std::
   }
   return std::min(term, y[n] - earned);
 }
-
-/// The pricing of one token: its most negative reduced costs (with their steps, earnings and
-/// shifted costs) and its Lagrangian term.
-struct TokenPrice {
-  std::array<std::int64_t, kMaxArcsPerToken> reduced{};
-  std::array<TokenArc, kMaxArcsPerToken> arc{};
-  int found = 0;
-  double lagrangian = 0.0;
-};
 
 /// Per block of steps, the largest potential of its D nodes (pricing's block bound).
 std::vector<std::int64_t> block_max_potential(const std::vector<std::int64_t>& pot, int n) {
@@ -140,7 +107,7 @@ TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostSc
                        int keep) {
   const int n = gains.size();
   const Scalar* column = gains.column(j);
-  const double shift = scale.shift[j];
+  const double shift = scale.costs.shift[j];
   TokenPrice out;
   double lagrangian = y[j];  // e = j: never cached, C_j(j) = 0
   for (const TokenArc& a : restricted) lagrangian = std::min(lagrangian, y[a.e] - a.earned);
@@ -148,30 +115,17 @@ TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostSc
   auto visit = [&](int e) {
     earned += double(column[e - j]);
     lagrangian = std::min(lagrangian, y[e] - earned);
-    const std::int64_t reduced = integer_cost(shift - earned, scale.scale) + pot_r - pot[e];
-    if (reduced >= 0) return;
-    if (out.found < keep) {
-      ++out.found;
-    } else if (reduced >= out.reduced[out.found - 1]) {
-      return;
-    }
-    int slot = out.found - 1;  // insertion into the sorted (ascending) list
-    while (slot > 0 && out.reduced[slot - 1] > reduced) {
-      out.reduced[slot] = out.reduced[slot - 1];
-      out.arc[slot] = out.arc[slot - 1];
-      --slot;
-    }
-    out.reduced[slot] = reduced;
-    out.arc[slot] = TokenArc{e, earned, shift - earned};
+    price_arc(out, e, earned, shift, scale.costs.scale, pot_r, pot[e], keep);
   };
+
   const int first_block = (j + 1) / kPricingBlock;
   const int walked_to = std::min(n - 1, (first_block + 1) * kPricingBlock - 1);
   for (int e = j + 1; e <= walked_to; ++e) visit(e);
   const double* ends = scale.block_earned.data() + scale.block_offset[j];
   for (int b = first_block + 1; b < block_count(n); ++b, ++ends) {
-    const std::int64_t lowest_reduced = integer_cost(shift - *ends, scale.scale) + pot_r - max_pot[b];
+    const std::int64_t lowest_reduced = integer_cost(shift - *ends, scale.costs.scale) + pot_r - max_pot[b];
     const std::int64_t wanted = out.found < keep ? 0 : out.reduced[out.found - 1];
-    const double lowest_term = -static_cast<double>(max_pot[b]) / scale.scale - *ends;
+    const double lowest_term = -static_cast<double>(max_pot[b]) / scale.costs.scale - *ends;
     if (lowest_reduced >= wanted && lowest_term >= lagrangian) {
       earned = *ends;
       continue;
@@ -183,161 +137,15 @@ TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostSc
   return out;
 }
 
-/// The certificate's bound from the per-token terms and the potentials y (file comment of the
-/// header).
-double upper_bound_from(double diagonal, int n, int k, const std::vector<double>& y, double token_terms) {
-  double dual = token_terms + (k - 1) * y[0] - k * y[n];
-  for (int i = 1; i < n; ++i) dual -= y[i];
-  for (int i = 0; i < n; ++i) dual += k * std::min(0.0, y[i + 1] - y[i]);
-  return diagonal - dual;
-}
-
-void validate_options(const ImplicitFlowOptions& options) {
-  if (!std::isfinite(options.relative_gap) || options.relative_gap < 0.0) {
-    throw InputError(kSource, "relative gap", "a finite value >= 0",
-                     std::to_string(options.relative_gap));
-  }
-  if (options.max_rounds < 1) {
-    throw InputError(kSource, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
-  }
-  if (options.arcs_per_token < 1 || options.arcs_per_token > kMaxArcsPerToken) {
-    throw InputError(kSource, "arcs per token", "an integer in [1, 4]",
-                     std::to_string(options.arcs_per_token));
-  }
-}
-
-/// Budget 0: every token is evicted on arrival and OPT = Σ_j W_jj, certified by y_i = w_max · i
-/// (any arc's earnings C_j(e) ≤ (e − j) w_max, so every token's term is y_j and the bound is tight).
+/// The largest entry below the diagonal (nothing_cached's certificate).
 template <class Scalar>
-ImplicitFlowResult nothing_cached(const TriangularGains<Scalar>& gains, int budget, bool step_mass,
-                                  std::chrono::steady_clock::time_point start) {
-  const int n = gains.size();
-  ImplicitFlowResult out;
-  out.budget = budget;
-  ScheduleSummary& summary = out.summary;
+double largest_entry(const TriangularGains<Scalar>& gains) {
   double w_max = 0.0;
-  for (int j = 0; j < n; ++j) {
+  for (int j = 0; j < gains.size(); ++j) {
     const Scalar* column = gains.column(j);
-    for (int r = 1; r < n - j; ++r) w_max = std::max(w_max, double(column[r]));
+    for (int r = 1; r < gains.size() - j; ++r) w_max = std::max(w_max, double(column[r]));
   }
-  summary.last_step.resize(n);
-  for (int j = 0; j < n; ++j) summary.last_step[j] = j - 1;
-  if (step_mass) {
-    summary.step_mass = schedule_step_mass(gains, summary.last_step);
-    summary.value = summary.step_mass.sum();
-  } else {
-    summary.value = gains.diagonal_sum();
-  }
-  out.potentials.resize(n + 1);
-  for (int i = 0; i <= n; ++i) out.potentials[i] = w_max * i;
-  summary.upper_bound = std::max(summary.value, lagrangian_upper_bound(gains, 0, out.potentials));
-  summary.status = ScheduleStatus::kOptimal;
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return out;
-}
-
-/// The never-cached schedule's simplex with every arc of `arcs` added (budget k ≥ 1).
-IncrementalNetworkSimplex restricted_simplex(int n, int k, const CostScale& scale,
-                                             const std::vector<std::vector<TokenArc>>& arcs) {
-  std::vector<std::int64_t> never_cached(n);
-  for (int j = 0; j < n; ++j) never_cached[j] = integer_cost(scale.shift[j], scale.scale);
-  IncrementalNetworkSimplex simplex(n, k, never_cached);
-  for (int j = 0; j < n; ++j) {
-    for (const TokenArc& a : arcs[j]) {
-      if (a.e != j) simplex.add_arc(j, a.e, integer_cost(a.cost, scale.scale));
-    }
-  }
-  return simplex;
-}
-
-/// The column generation for one budget on `simplex` (already at that budget, its token arcs
-/// exactly `arcs`: per token sorted by step, the never-cached arc first), adding to both.
-template <class Scalar>
-ImplicitFlowResult solve(const TriangularGains<Scalar>& gains, int budget, const CostScale& scale,
-                         IncrementalNetworkSimplex& simplex, std::vector<std::vector<TokenArc>>& arcs,
-                         const ImplicitFlowOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  const int n = gains.size();
-  const int k = simplex.budget();
-  const double diagonal = gains.diagonal_sum();
-  ImplicitFlowResult out;
-  out.budget = budget;
-  ScheduleSummary& summary = out.summary;
-  double best_bound = std::numeric_limits<double>::infinity();
-  std::vector<double> best_y;
-  std::vector<int> last_step(n);
-  std::uint64_t pivots = 0;
-  for (int round = 1;; ++round) {
-    const std::size_t token_arcs = simplex.token_arcs();
-    pivots += simplex.solve();
-    const std::vector<int> chosen = simplex.chosen_steps();
-    double value = diagonal;  // Σ_j W_jj + Σ_j C_j(chosen step)
-    for (int j = 0; j < n; ++j) {
-      last_step[j] = chosen[j] - 1;
-      const auto& mine = arcs[j];
-      const auto at = std::lower_bound(mine.begin(), mine.end(), chosen[j],
-                                       [](const TokenArc& x, int e) { return x.e < e; });
-      value += at->earned;
-    }
-    std::vector<std::int64_t> pot(n + 1);
-    std::vector<double> y(n + 1);  // the certificate's potentials: y = −π / scale
-    for (int i = 0; i <= n; ++i) {
-      pot[i] = simplex.potential(n + i);
-      y[i] = -static_cast<double>(pot[i]) / scale.scale;
-    }
-    const std::vector<std::int64_t> max_pot = block_max_potential(pot, n);
-
-    // Price every implicit arc and evaluate the certificate in the same pass.
-    double token_terms = 0.0;
-    std::size_t added = 0;
-    for (int j = 0; j < n; ++j) {
-      const TokenPrice price = price_token(gains, j, scale, pot, max_pot, simplex.potential(j), y, arcs[j],
-                                           options.arcs_per_token);
-      token_terms += price.lagrangian;
-      for (int a = 0; a < price.found; ++a) {
-        const TokenArc& arc = price.arc[a];
-        auto& mine = arcs[j];
-        const auto at = std::lower_bound(mine.begin(), mine.end(), arc.e,
-                                         [](const TokenArc& x, int e) { return x.e < e; });
-        if (at != mine.end() && at->e == arc.e) continue;  // present: cannot be violated
-        mine.insert(at, arc);
-        simplex.add_arc(j, arc.e, integer_cost(arc.cost, scale.scale));
-        ++added;
-      }
-    }
-    const bool optimal = added == 0;
-    const double bound = upper_bound_from(diagonal, n, k, y, token_terms);
-    if (bound < best_bound) {
-      best_bound = bound;
-      best_y = y;
-    }
-    const double upper_bound = std::max(value, optimal ? bound : best_bound);
-    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.on_round) {
-      options.on_round(ImplicitFlowRound{round, token_arcs, added, value, upper_bound, summary.seconds});
-    }
-    const bool gap_reached = options.relative_gap > 0.0 &&
-        upper_bound - value <= options.relative_gap * upper_bound;
-    if (!optimal && !gap_reached && round < options.max_rounds) continue;
-
-    summary.status = optimal ? ScheduleStatus::kOptimal : ScheduleStatus::kFeasible;
-    if (!optimal) {
-      summary.message = gap_reached ? "stopped at the requested relative gap" : "stopped at the round limit";
-    }
-    summary.last_step = options.process_form ? to_process_schedule(last_step, k) : last_step;
-    if (options.step_mass) {
-      summary.step_mass = schedule_step_mass(gains, summary.last_step);
-      summary.value = summary.step_mass.sum();
-    } else {
-      summary.value = value;
-    }
-    summary.upper_bound = std::max(summary.value, upper_bound);
-    summary.model_size = token_arcs;
-    summary.nodes = pivots;
-    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    out.potentials = optimal ? y : best_y;
-    return out;
-  }
+  return w_max;
 }
 
 /// The largest budget step, as a share of the current budget, taken by raising the flow of the
@@ -362,40 +170,12 @@ std::vector<std::vector<TokenArc>> guessed_arcs(const TriangularGains<Scalar>& g
     std::nth_element(row.begin(), row.begin() + (k - 1), row.end(), std::greater<>());
     price[i] = k > 0 ? row[k - 1] : row.front();
   }
-  // Geometric scales 0.25 .. 8 (and 0: keep while anything is earned); more scales did not save
-  // rounds on the llama2-7b-shape heads (bench/results/greedy_long_context_optimum.md).
-  static const std::vector<double> kScales = [] {
-    std::vector<double> scales{0.0};
-    for (int i = 0; i <= 10; ++i) scales.push_back(0.25 * std::pow(32.0, i / 10.0));
-    return scales;
-  }();
   std::vector<std::vector<TokenArc>> arcs(n);
   for (int j = 0; j < n; ++j) {
     const Scalar* column = gains.column(j);
-    std::vector<double> best(kScales.size(), 0.0), objective(kScales.size()), earned_at(kScales.size(), 0.0);
-    std::vector<int> step(kScales.size(), j);
-    double earned = 0.0, paid = 0.0;
-    for (int e = j + 1; e <= n - 1; ++e) {
-      earned += double(column[e - j]);
-      paid += price[e - 1];
-      for (std::size_t s = 0; s < kScales.size(); ++s) {
-        objective[s] = earned - kScales[s] * paid;
-        if (objective[s] > best[s]) {
-          best[s] = objective[s];
-          step[s] = e;
-          earned_at[s] = earned;
-        }
-      }
-    }
-    arcs[j].push_back(TokenArc{j, 0.0, scale.shift[j]});
-    for (std::size_t s = 0; s < kScales.size(); ++s) {
-      if (step[s] == j) continue;
-      arcs[j].push_back(TokenArc{step[s], earned_at[s], scale.shift[j] - earned_at[s]});
-    }
-    std::sort(arcs[j].begin(), arcs[j].end(), [](const TokenArc& a, const TokenArc& b) { return a.e < b.e; });
-    arcs[j].erase(std::unique(arcs[j].begin(), arcs[j].end(),
-                              [](const TokenArc& a, const TokenArc& b) { return a.e == b.e; }),
-                  arcs[j].end());
+    LifetimeGuess guess;
+    for (int e = j + 1; e <= n - 1; ++e) guess.step(e, double(column[e - j]), price[e - 1]);
+    arcs[j] = guess.arcs(j, scale.costs.shift[j]);
   }
   return arcs;
 }
@@ -434,20 +214,31 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
   std::vector<std::vector<TokenArc>> arcs;
   std::optional<IncrementalNetworkSimplex> simplex;
   std::size_t solved = 0;
+  const StepMass step_mass = [&](const std::vector<int>& last_step) { return schedule_step_mass(gains, last_step); };
   for (std::size_t b : order) {
     const int k = std::min(budgets[b], gains.size());
     if (k == 0) {
-      out[b] = nothing_cached(gains, budgets[b], options.step_mass, std::chrono::steady_clock::now());
+      out[b] = nothing_cached(gains.size(), budgets[b], gains.diagonal_sum(), largest_entry(gains),
+                              options.step_mass ? step_mass : StepMass{});
       if (options.on_budget) options.on_budget(++solved);
       continue;
     }
     if (!simplex || k - simplex->budget() > kWarmBudgetStep * simplex->budget()) {
       arcs = guessed_arcs(gains, k, scale);
-      simplex.emplace(restricted_simplex(gains.size(), k, scale, arcs));
+      simplex.emplace(restricted_simplex(gains.size(), k, scale.costs, arcs));
     } else if (k > simplex->budget()) {
       simplex->increase_budget(k - simplex->budget());
     }
-    out[b] = solve(gains, budgets[b], scale, *simplex, arcs, options);
+    const PriceAll price_all = [&](const PricingInput& in) {
+      const std::vector<std::int64_t> max_pot = block_max_potential(in.pot, gains.size());
+      std::vector<TokenPrice> prices(gains.size());
+      for (int j = 0; j < gains.size(); ++j) {
+        prices[j] = price_token(gains, j, scale, in.pot, max_pot, in.pot_r[j], in.y, in.arcs[j], in.keep);
+      }
+      return prices;
+    };
+    out[b] = solve_budget(gains.size(), gains.diagonal_sum(), budgets[b], scale.costs, *simplex, arcs, options,
+                          price_all, step_mass);
     if (options.on_budget) options.on_budget(++solved);
   }
   return out;

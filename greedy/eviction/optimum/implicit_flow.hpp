@@ -37,7 +37,8 @@
 /// n = 4096 takes 119 s against 0.99 s for k = 2048 alone (bench/results/greedy_long_context_optimum.md).
 ///
 /// Memory: the stored triangle (TriangularGains: n(n+1)/2 entries), n²/128 doubles of block-end
-/// sums, plus O(n · rounds) for the restricted network. Time per round: one network simplex on the
+/// sums, plus O(n · rounds) for the restricted network; streamed_flow.hpp runs the same column
+/// generation (column_generation.hpp) without the triangle. Time per round: one network simplex on the
 /// restricted network and one pricing pass (O(n²) at worst, O(n²/64) when every block is skipped).
 
 #include <functional>

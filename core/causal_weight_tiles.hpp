@@ -1,0 +1,71 @@
+#pragma once
+/// \file
+/// Exact causal attention weights of one query head, produced tile by tile and never stored
+/// whole: a_ij = exp(s_ij − L_i), s_ij = scale <q_i, k_j>, L_i = log Σ_{j ≤ i} exp(s_ij)
+/// (theory.md §1). For contexts where the n × n matrix (or its triangle) does not fit in memory:
+/// the offline optimum's streamed passes (greedy/eviction/process/streamed_gains.hpp) recompute
+/// each tile when they need it.
+///
+/// The normalizers L_i are computed once, at construction, by one pass over the same tiles with a
+/// running maximum (L_i = m_i + log Σ_j exp(s_ij − m_i), rescaled chunk by chunk), so every weight
+/// a later tile returns uses the very scores the normalizer saw: every exponent is ≤ 0, and the
+/// weights are a deterministic function of (q, k, scale, path), identical on every call.
+///
+/// Two code paths (core/cpu_path.hpp): the AVX2 + FMA score kernel (attention_avx2.hpp
+/// score_tile_avx2) and the portable Eigen product; they agree within exact_rows_tolerance's
+/// log_normalizer bound on L_i and a relative 2 · that bound on each weight.
+
+#include <vector>
+
+#include "core/cpu_path.hpp"
+#include "core/workload.hpp"
+
+namespace subevict {
+
+class CausalWeightTiles {
+ public:
+  /// Query rows per tile (8 panels of 8).
+  static constexpr int kRowBlock = 64;
+  /// Keys per tile (64 tiles of 6): 192 KB of packed keys at d = 64, 384 KB at d = 128.
+  static constexpr int kKeyChunk = 384;
+
+  /// The head's weights, with every L_i computed (one O(n² d) pass, on `threads` OpenMP threads,
+  /// 0: the OpenMP default). Throws std::invalid_argument unless q and k are both n × d with
+  /// n, d ≥ 1, and InputError for path kAvx2Fma without cpu_supports_avx2_fma(). Keeps views of q
+  /// and k (they must outlive it) and n · d packed doubles. Preconditions: finite inputs,
+  /// scale > 0.
+  CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int threads = 1,
+                    CpuPath path = active_cpu_path());
+
+  /// n.
+  [[nodiscard]] int size() const { return n_; }
+
+  /// The weights of rows [first_row, first_row + kRowBlock) and keys [first_key, first_key +
+  /// kKeyChunk): out[c · kRowBlock + r] = a_{first_row + r, first_key + c}, exactly 0 where the key
+  /// is after the row or either index is ≥ n. `scratch` is the caller's (one per thread).
+  /// Preconditions: first_row a multiple of kRowBlock, first_key of kKeyChunk, both in [0, n),
+  /// out holds kRowBlock · kKeyChunk doubles.
+  void tile(int first_row, int first_key, std::vector<double>& scratch, double* out) const;
+
+  /// L_i for i = 0..n−1.
+  [[nodiscard]] const std::vector<double>& log_normalizer() const { return log_normalizer_; }
+
+  /// a_ij for one entry (0 when j > i), by one portable dot product: equal to the tile's entry
+  /// within the paths' tolerance, not bit for bit (for estimates that need a few entries).
+  /// Precondition: 0 ≤ i, j < n.
+  [[nodiscard]] double weight(int i, int j) const;
+
+ private:
+  /// Raw scaled scores of a tile into out (same layout as tile), −inf where the key is after the
+  /// row or past n.
+  void scores(int first_row, int first_key, std::vector<double>& scratch, double* out) const;
+
+  ConstHeadMap q_, k_;
+  double scale_;
+  CpuPath path_;
+  int n_, d_;
+  std::vector<double> packed_keys_;  // AVX2 path: [tile of 6 keys][p < d][6], n rounded up to a chunk
+  std::vector<double> log_normalizer_;
+};
+
+}  // namespace subevict

@@ -1,0 +1,184 @@
+#include "greedy/eviction/optimum/column_generation.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/input_error.hpp"
+#include "greedy/eviction/optimum/flow_cost_quantum.hpp"
+
+namespace subevict::greedy::column_generation {
+
+ArcCosts arc_costs(std::vector<double> shift) {
+  ArcCosts out;
+  const double max_cost = shift.empty() ? 0.0 : *std::max_element(shift.begin(), shift.end());
+  out.scale = std::ldexp(1.0, flow_cost_exponent(int(shift.size()), max_cost, kCostBits));
+  out.shift = std::move(shift);
+  return out;
+}
+
+double upper_bound_from(double diagonal, int n, int k, const std::vector<double>& y, double token_terms) {
+  double dual = token_terms + (k - 1) * y[0] - k * y[n];
+  for (int i = 1; i < n; ++i) dual -= y[i];
+  for (int i = 0; i < n; ++i) dual += k * std::min(0.0, y[i + 1] - y[i]);
+  return diagonal - dual;
+}
+
+void validate_options(const ImplicitFlowOptions& options) {
+  if (!std::isfinite(options.relative_gap) || options.relative_gap < 0.0) {
+    throw InputError(kSource, "relative gap", "a finite value >= 0", std::to_string(options.relative_gap));
+  }
+  if (options.max_rounds < 1) {
+    throw InputError(kSource, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
+  }
+  if (options.arcs_per_token < 1 || options.arcs_per_token > kMaxArcsPerToken) {
+    throw InputError(kSource, "arcs per token", "an integer in [1, 4]", std::to_string(options.arcs_per_token));
+  }
+}
+
+IncrementalNetworkSimplex restricted_simplex(int n, int k, const ArcCosts& costs,
+                                             const std::vector<std::vector<TokenArc>>& arcs) {
+  std::vector<std::int64_t> never_cached(n);
+  for (int j = 0; j < n; ++j) never_cached[j] = integer_cost(costs.shift[j], costs.scale);
+  IncrementalNetworkSimplex simplex(n, k, never_cached);
+  for (int j = 0; j < n; ++j) {
+    for (const TokenArc& a : arcs[j]) {
+      if (a.e != j) simplex.add_arc(j, a.e, integer_cost(a.cost, costs.scale));
+    }
+  }
+  return simplex;
+}
+
+double LifetimeGuess::scale(int s) {
+  // 0, then 0.25 · 32^(i/10) for i = 0..10; more scales did not save rounds on the
+  // llama2-7b-shape heads (bench/results/greedy_long_context_optimum.md).
+  static const std::array<double, kScales> kValues = [] {
+    std::array<double, kScales> values{};
+    for (int i = 0; i <= 10; ++i) values[i + 1] = 0.25 * std::pow(32.0, i / 10.0);
+    return values;
+  }();
+  return kValues[s];
+}
+
+std::vector<TokenArc> LifetimeGuess::arcs(int j, double shift) const {
+  std::vector<TokenArc> out{TokenArc{j, 0.0, shift}};
+  for (int s = 0; s < kScales; ++s) {
+    if (step_[s] != 0) out.push_back(TokenArc{step_[s], earned_at_[s], shift - earned_at_[s]});
+  }
+  std::sort(out.begin(), out.end(), [](const TokenArc& a, const TokenArc& b) { return a.e < b.e; });
+  out.erase(std::unique(out.begin(), out.end(), [](const TokenArc& a, const TokenArc& b) { return a.e == b.e; }),
+            out.end());
+  return out;
+}
+
+ImplicitFlowResult nothing_cached(int n, int budget, double diagonal, double w_max, const StepMass& step_mass) {
+  const auto start = std::chrono::steady_clock::now();
+  ImplicitFlowResult out;
+  out.budget = budget;
+  ScheduleSummary& summary = out.summary;
+  summary.last_step.resize(n);
+  for (int j = 0; j < n; ++j) summary.last_step[j] = j - 1;
+  if (step_mass) {
+    summary.step_mass = step_mass(summary.last_step);
+    summary.value = summary.step_mass.sum();
+  } else {
+    summary.value = diagonal;
+  }
+  out.potentials.resize(n + 1);
+  double token_terms = 0.0;
+  for (int i = 0; i <= n; ++i) out.potentials[i] = w_max * i;
+  for (int j = 0; j < n; ++j) token_terms += out.potentials[j];
+  summary.upper_bound = std::max(summary.value, upper_bound_from(diagonal, n, 0, out.potentials, token_terms));
+  summary.status = ScheduleStatus::kOptimal;
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCosts& costs,
+                                IncrementalNetworkSimplex& simplex, std::vector<std::vector<TokenArc>>& arcs,
+                                const ImplicitFlowOptions& options, const PriceAll& price_all,
+                                const StepMass& step_mass) {
+  const auto start = std::chrono::steady_clock::now();
+  const int k = simplex.budget();
+  ImplicitFlowResult out;
+  out.budget = budget;
+  ScheduleSummary& summary = out.summary;
+  double best_bound = std::numeric_limits<double>::infinity();
+  std::vector<double> best_y;
+  std::vector<int> last_step(n);
+  std::uint64_t pivots = 0;
+  for (int round = 1;; ++round) {
+    const std::size_t token_arcs = simplex.token_arcs();
+    pivots += simplex.solve();
+    const std::vector<int> chosen = simplex.chosen_steps();
+    double value = diagonal;  // Σ_j W_jj + Σ_j C_j(chosen step)
+    for (int j = 0; j < n; ++j) {
+      last_step[j] = chosen[j] - 1;
+      const auto& mine = arcs[j];
+      const auto at = std::lower_bound(mine.begin(), mine.end(), chosen[j],
+                                       [](const TokenArc& x, int e) { return x.e < e; });
+      value += at->earned;
+    }
+    std::vector<std::int64_t> pot(n + 1), pot_r(n);
+    std::vector<double> y(n + 1);  // the certificate's potentials: y = −π / scale
+    for (int i = 0; i <= n; ++i) {
+      pot[i] = simplex.potential(n + i);
+      y[i] = -static_cast<double>(pot[i]) / costs.scale;
+    }
+    for (int j = 0; j < n; ++j) pot_r[j] = simplex.potential(j);
+
+    // Price every implicit arc and evaluate the certificate in the same pass.
+    const std::vector<TokenPrice> prices = price_all(PricingInput{pot, pot_r, y, arcs, options.arcs_per_token});
+    double token_terms = 0.0;
+    std::size_t added = 0;
+    for (int j = 0; j < n; ++j) {
+      const TokenPrice& price = prices[j];
+      token_terms += price.lagrangian;
+      for (int a = 0; a < price.found; ++a) {
+        const TokenArc& arc = price.arc[a];
+        auto& mine = arcs[j];
+        const auto at = std::lower_bound(mine.begin(), mine.end(), arc.e,
+                                         [](const TokenArc& x, int e) { return x.e < e; });
+        if (at != mine.end() && at->e == arc.e) continue;  // present: cannot be violated
+        mine.insert(at, arc);
+        simplex.add_arc(j, arc.e, integer_cost(arc.cost, costs.scale));
+        ++added;
+      }
+    }
+    const bool optimal = added == 0;
+    const double bound = upper_bound_from(diagonal, n, k, y, token_terms);
+    if (bound < best_bound) {
+      best_bound = bound;
+      best_y = y;
+    }
+    const double upper_bound = std::max(value, optimal ? bound : best_bound);
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.on_round) {
+      options.on_round(ImplicitFlowRound{round, token_arcs, added, value, upper_bound, summary.seconds});
+    }
+    const bool gap_reached = options.relative_gap > 0.0 && upper_bound - value <= options.relative_gap * upper_bound;
+    if (!optimal && !gap_reached && round < options.max_rounds) continue;
+
+    summary.status = optimal ? ScheduleStatus::kOptimal : ScheduleStatus::kFeasible;
+    if (!optimal) {
+      summary.message = gap_reached ? "stopped at the requested relative gap" : "stopped at the round limit";
+    }
+    summary.last_step = options.process_form ? to_process_schedule(last_step, k) : last_step;
+    if (options.step_mass) {
+      summary.step_mass = step_mass(summary.last_step);
+      summary.value = summary.step_mass.sum();
+    } else {
+      summary.value = value;
+    }
+    summary.upper_bound = std::max(summary.value, upper_bound);
+    summary.model_size = token_arcs;
+    summary.nodes = pivots;
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.potentials = optimal ? y : best_y;
+    return out;
+  }
+}
+
+}  // namespace subevict::greedy::column_generation

@@ -1,0 +1,60 @@
+#include "greedy/eviction/process/streamed_gains.hpp"
+
+#include <omp.h>
+
+#include <atomic>
+#include <exception>
+#include <string>
+
+#include "core/input_error.hpp"
+
+namespace subevict::greedy {
+
+StreamedGains::StreamedGains(const HeadGroup& group, int threads, CpuPath path) : threads_(threads) {
+  group.validate();
+  if (threads < 1) throw InputError("streamed gains", "threads", "an integer >= 1", std::to_string(threads));
+  n_ = group.tokens();
+  heads_.reserve(group.q.size());
+  for (const ConstHeadMap& q : group.q) heads_.emplace_back(q, group.k, group.scale, threads, path);
+  for (int j = 0; j < n_; ++j) diagonal_sum_ += entry(j, j);
+}
+
+void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)>& visit) const {
+  constexpr int kEntries = GainTile::kRows * GainTile::kKeys;
+  const int key_chunks = (n_ + GainTile::kKeys - 1) / GainTile::kKeys;
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads_)
+  {
+    const int thread = omp_get_thread_num();
+    std::vector<double> scratch, sum(kEntries), head(kEntries);
+    for (int chunk = thread; chunk < key_chunks; chunk += threads_) {
+      if (failed.load()) break;
+      const int first_key = chunk * GainTile::kKeys;
+      for (int first_row = first_key / GainTile::kRows * GainTile::kRows; first_row < n_ && !failed.load();
+           first_row += GainTile::kRows) {
+        heads_.front().tile(first_row, first_key, scratch, sum.data());
+        for (std::size_t h = 1; h < heads_.size(); ++h) {
+          heads_[h].tile(first_row, first_key, scratch, head.data());
+          for (int e = 0; e < kEntries; ++e) sum[e] += head[e];
+        }
+        try {
+          visit(thread, GainTile{first_row, first_key, sum.data()});
+        } catch (...) {
+#pragma omp critical(streamed_gains_failure)
+          if (!failure) failure = std::current_exception();
+          failed.store(true);
+        }
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+double StreamedGains::entry(int i, int j) const {
+  double sum = 0.0;
+  for (const CausalWeightTiles& head : heads_) sum += head.weight(i, j);
+  return sum;
+}
+
+}  // namespace subevict::greedy
