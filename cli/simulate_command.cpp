@@ -146,8 +146,30 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
+/// Refuses what needs the stored gains for heads beyond greedy::kStoredGainsTokens, where the
+/// optimum streams them (docs/offline_optimum.md "Streamed gains"), naming the flag and why.
+void check_stored_gains_limit(const SimulateArgs& args, greedy::OptimumMode optimum, int tokens) {
+  if (tokens <= greedy::kStoredGainsTokens) return;
+  const std::string limit = std::to_string(greedy::kStoredGainsTokens), got = std::to_string(tokens) + " tokens";
+  if (optimum == greedy::OptimumMode::kOracle) {
+    throw InputError("simulate", "--optimum",
+                     "flow, certified or none beyond " + limit + " tokens (the oracle sorts rows of the stored gains)",
+                     "oracle at " + got);
+  }
+  if (args.budget_curve > 0) {
+    throw InputError("simulate", "--budget-curve", "at most " + limit + " tokens (the curve prices the stored gains)",
+                     got);
+  }
+  if (args.schedules && optimum != greedy::OptimumMode::kNone) {
+    throw InputError("simulate", "--schedules",
+                     "at most " + limit + " tokens with an optimum (the overlap with its cache reads the dense gain matrix)",
+                     got);
+  }
+}
+
 /// Runs the selected heads on `threads` workers, one head at a time per worker, every budget of a
-/// head in one evaluation (its optimum from one implicit_flow_optima call); cells in the order
+/// head in one evaluation (its optimum from one implicit_flow_optima call, or streamed_flow_optima
+/// beyond greedy::kStoredGainsTokens); cells in the order
 /// (head, budget). With --budget-curve K, also each head's OPT(k) for k = 1..K into `curves`.
 std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, int>>& heads,
                             const std::vector<double>& budgets, const std::vector<greedy::PolicySpec>& specs,
@@ -167,18 +189,6 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   options.horizon = args.horizon;
   options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
   options.relative_gap = args.gap;
-  if (options.optimum == greedy::OptimumMode::kOracle && w.shape().tokens > greedy::kStoredGainsTokens) {
-    throw InputError("simulate", "--optimum",
-                     "flow, certified or none beyond " + std::to_string(greedy::kStoredGainsTokens) +
-                         " tokens (the oracle sorts rows of the stored gains)",
-                     "oracle at " + std::to_string(w.shape().tokens) + " tokens");
-  }
-  if (args.schedules && options.optimum != greedy::OptimumMode::kNone && w.shape().tokens > greedy::kStoredGainsTokens) {
-    throw InputError("simulate", "--schedules",
-                     "at most " + std::to_string(greedy::kStoredGainsTokens) +
-                         " tokens with an optimum (the overlap with its cache reads the dense gain matrix)",
-                     std::to_string(w.shape().tokens) + " tokens");
-  }
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex mutex;
@@ -710,6 +720,7 @@ void run_simulate(const SimulateArgs& args) {
     throw InputError("simulate", "--budget-curve", "K <= " + std::to_string(shape.tokens) + " (the tokens)",
                      std::to_string(args.budget_curve));
   }
+  check_stored_gains_limit(args, optimum, shape.tokens);
   std::vector<std::pair<int, int>> heads;
   for (int l : layers)
     for (int h : kv) heads.emplace_back(l, h);

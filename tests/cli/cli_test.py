@@ -744,6 +744,10 @@ class CliTest(unittest.TestCase):
             (["--workload", f, "--layers", "9"], "--layers"),
             (["--preset", "no-such-model"], "no-such-model"),
             (["--preset", "tiny", "--workload", f], "--preset"),
+            # Beyond the stored-gains limit the optimum streams the gains: what needs them stored is refused.
+            (["--preset", "tiny", "--tokens", "32769", "--optimum", "oracle"], "oracle at 32769 tokens"),
+            (["--preset", "tiny", "--tokens", "32769", "--budget-curve", "4"], "--budget-curve"),
+            (["--preset", "tiny", "--tokens", "32769", "--schedules"], "--schedules"),
         ]
         for args, needle in cases:
             out = self.path("sim")

@@ -41,6 +41,13 @@ BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_hea
     throw InputError("budget curve", "largest budget K", "an integer in [1, " + std::to_string(n) + "] (the tokens)",
                      std::to_string(max_budget));
   }
+  if (n > kStoredGainsTokens) {
+    throw InputError("budget curve", "tokens",
+                     "at most " + std::to_string(kStoredGainsTokens) +
+                         " (the curve prices every budget against the stored gains; streamed gains would "
+                         "recompute the attention for every pricing pass of every budget)",
+                     std::to_string(n));
+  }
   if (!std::isfinite(relative_gap) || relative_gap < 0.0) {
     throw InputError("budget curve", "gap", "a finite value >= 0", significant_digits(relative_gap, 10));
   }

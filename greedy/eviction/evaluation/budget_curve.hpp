@@ -31,7 +31,8 @@ struct BudgetCurve {
 /// evaluate_head_budgets stores them (double up to kDoubleGainsTokens tokens, float beyond).
 /// relative_gap = 0: exact (status kOptimal at every budget); > 0: each budget stops at that gap.
 /// `on_points` (may be empty) is called after each budget with the number of budgets done.
-/// Throws InputError for max_budget outside [1, tokens] or a gap that is negative or not finite;
+/// Throws InputError for max_budget outside [1, tokens], more than kStoredGainsTokens tokens, or a
+/// gap that is negative or not finite;
 /// std::out_of_range for a layer or head outside the workload.
 [[nodiscard]] BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_head, int max_budget,
                                                double relative_gap = 0.0,

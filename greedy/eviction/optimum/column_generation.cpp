@@ -51,21 +51,10 @@ IncrementalNetworkSimplex restricted_simplex(int n, int k, const ArcCosts& costs
   return simplex;
 }
 
-double LifetimeGuess::scale(int s) {
-  // 0, then 0.25 · 32^(i/10) for i = 0..10; more scales did not save rounds on the
-  // llama2-7b-shape heads (bench/results/greedy_long_context_optimum.md).
-  static const std::array<double, kScales> kValues = [] {
-    std::array<double, kScales> values{};
-    for (int i = 0; i <= 10; ++i) values[i + 1] = 0.25 * std::pow(32.0, i / 10.0);
-    return values;
-  }();
-  return kValues[s];
-}
-
 std::vector<TokenArc> LifetimeGuess::arcs(int j, double shift) const {
   std::vector<TokenArc> out{TokenArc{j, 0.0, shift}};
   for (int s = 0; s < kScales; ++s) {
-    if (step_[s] != 0) out.push_back(TokenArc{step_[s], earned_at_[s], shift - earned_at_[s]});
+    if (step_[s] != 0.0) out.push_back(TokenArc{int(step_[s]), earned_at_[s], shift - earned_at_[s]});
   }
   std::sort(out.begin(), out.end(), [](const TokenArc& a, const TokenArc& b) { return a.e < b.e; });
   out.erase(std::unique(out.begin(), out.end(), [](const TokenArc& a, const TokenArc& b) { return a.e == b.e; }),

@@ -97,20 +97,23 @@ void validate_options(const ImplicitFlowOptions& options);
 /// in ascending order.
 class LifetimeGuess {
  public:
-  /// Geometric scales 0.25 .. 8, and 0 (keep while anything is earned).
+  /// 0 (keep while anything is earned), then 0.25 · 2^(i/2) for i = 0..10 (0.25 .. 8); more
+  /// scales did not save rounds on the llama2-7b-shape heads
+  /// (bench/results/greedy_long_context_optimum.md).
   static constexpr int kScales = 12;
 
-  /// Step e: W_ej earned and p_{e−1} paid.
+  /// Step e: W_ej earned and p_{e−1} paid. Branch-free over the scales (it runs at every entry of
+  /// the gains in streamed_flow.hpp's first pass).
   void step(int e, double earned_now, double price) {
     earned_ += earned_now;
     paid_ += price;
+    const double at = e;
     for (int s = 0; s < kScales; ++s) {
-      const double objective = earned_ - scale(s) * paid_;
-      if (objective > best_[s]) {
-        best_[s] = objective;
-        step_[s] = e;
-        earned_at_[s] = earned_;
-      }
+      const double objective = earned_ - kScaleValues[s] * paid_;
+      const bool better = objective > best_[s];
+      best_[s] = better ? objective : best_[s];
+      step_[s] = better ? at : step_[s];
+      earned_at_[s] = better ? earned_ : earned_at_[s];
     }
   }
   /// C_j(last step fed).
@@ -119,10 +122,12 @@ class LifetimeGuess {
   [[nodiscard]] std::vector<TokenArc> arcs(int j, double shift) const;
 
  private:
-  static double scale(int s);
+  static constexpr double kSqrt2 = 1.4142135623730951;
+  static constexpr std::array<double, kScales> kScaleValues{
+      0.0, 0.25, 0.25 * kSqrt2, 0.5, 0.5 * kSqrt2, 1.0, kSqrt2, 2.0, 2.0 * kSqrt2, 4.0, 4.0 * kSqrt2, 8.0};
   double earned_ = 0.0, paid_ = 0.0;
   std::array<double, kScales> best_{};
-  std::array<int, kScales> step_{};  // 0 = none (every real step is > j ≥ 0)
+  std::array<double, kScales> step_{};  // 0 = none (every real step is > j ≥ 0)
   std::array<double, kScales> earned_at_{};
 };
 
