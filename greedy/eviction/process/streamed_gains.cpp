@@ -26,9 +26,10 @@ void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)
   std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(threads_)
   {
-    const int thread = omp_get_thread_num();
+    // The team may be smaller than asked (a nested region runs on one thread): deal by its size.
+    const int thread = omp_get_thread_num(), team = omp_get_num_threads();
     std::vector<double> scratch, sum(kEntries), head(kEntries);
-    for (int chunk = thread; chunk < key_chunks; chunk += threads_) {
+    for (int chunk = thread; chunk < key_chunks; chunk += team) {
       if (failed.load()) break;
       const int first_key = chunk * GainTile::kKeys;
       for (int first_row = first_key / GainTile::kRows * GainTile::kRows; first_row < n_ && !failed.load();

@@ -46,7 +46,8 @@ class StreamedGains {
 
   /// One pass over W: visit(thread, tile) for every tile that holds an entry on or below the
   /// diagonal. Token chunks [first_key, first_key + kKeys) are dealt to the threads round-robin
-  /// (thread ∈ [0, threads)), and a chunk's tiles come on its thread in ascending rows: every
+  /// (thread ∈ [0, threads); fewer when called inside another OpenMP parallel region, which runs
+  /// it on one), and a chunk's tiles come on its thread in ascending rows: every
   /// token's entries W_{i,j}, i = j, j + 1, ..., arrive in ascending order on one thread, so
   /// per-token state needs no locking and sums down a column are formed in one fixed order. A
   /// std::exception thrown by visit ends the pass and is rethrown. O(g n² d).

@@ -5,6 +5,7 @@
 // heads of 500 tokens, which span two key chunks and eight row blocks of the
 // tiles, with one and with three query heads per KV head.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,6 +74,28 @@ TEST(StreamedGains, TilesEqualTheStoredTriangle) {
     EXPECT_TRUE(near(streamed.diagonal_sum(), stored.diagonal_sum(), tolerance * kTokens)) << preset;
     EXPECT_TRUE(near(streamed.entry(kTokens - 1, 7), stored.at(kTokens - 1, 7), tolerance)) << preset;
     EXPECT_EQ(streamed.group_size(), group.group_size());
+  }
+}
+
+TEST(StreamedGains, InsideAnotherParallelRegionEveryEntryIsVisitedOnce) {
+  // A nested OpenMP region runs on one thread: the chunks must be dealt by the team's real size.
+  const Workload w = workload("tiny", 7);
+  const StreamedGains gains(head_group(w, 0, 0), 2);
+  std::vector<long long> visited(2, 0);
+  std::vector<int> nested(2, 0);
+#pragma omp parallel num_threads(2)
+  {
+    const int outer = omp_get_thread_num();
+    nested[outer] = omp_in_parallel();
+    gains.for_each_tile([&](int, const GainTile& tile) {
+      for (int c = 0; c < GainTile::kKeys; ++c)
+        for (int r = 0; r < GainTile::kRows; ++r)
+          visited[outer] += tile.first_key + c <= tile.first_row + r && tile.first_row + r < kTokens;
+    });
+  }
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(nested[t], 1);
+    EXPECT_EQ(visited[t], (long long)kTokens * (kTokens + 1) / 2) << "outer thread " << t;
   }
 }
 
