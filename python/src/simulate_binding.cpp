@@ -168,6 +168,12 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
   for (const PolicyItem& item : items) {
     if (item.decisions) greedy::check_decisions_fit(*item.decisions, shape, layers);
   }
+  if (overlap && optimum != greedy::OptimumMode::kNone && shape.tokens > greedy::kStoredGainsTokens) {
+    throw InputError("simulate", "overlap",
+                     "False beyond " + std::to_string(greedy::kStoredGainsTokens) +
+                         " tokens (the overlap with the optimum's cache reads the dense gain matrix)",
+                     "True at " + std::to_string(shape.tokens) + " tokens");
+  }
 
   nb::list out;
   for (int layer : layers) {
