@@ -170,13 +170,13 @@ void add_inspect(CLI::App& parent) {
     options.q_heads = parse_index_set(*heads, w.shape().q_heads, {"inspect", "--heads", "query heads"});
     Progress progress("inspect", (long long)(options.layers.size() * options.q_heads.size()), "heads", *quiet);
     options.progress = [&progress](int, int) { progress.advance(); };
-    const auto heads = inspect_workload(w, options);
-    const HeadStatistics mean = mean_statistics(heads);
+    const auto statistics = inspect_workload(w, options);
+    const HeadStatistics mean = mean_statistics(statistics);
     std::cout << *file << ": " << to_string(w.shape()) << " (" << w.shape().attention_kind()
               << ", score scale " << w.score_scale() << ")\n";
     std::cout << "layers " << format_index_set(options.layers) << ", query heads " << format_index_set(options.q_heads)
-              << ": " << heads.size() << " (layer, query head) pairs\n";
-    print_table(heads, !table->empty() ? *table : (options.layers.size() > 1 ? "layer" : "head"),
+              << ": " << statistics.size() << " (layer, query head) pairs\n";
+    print_table(statistics, !table->empty() ? *table : (options.layers.size() > 1 ? "layer" : "head"),
                 opt->sink_head_threshold);
     if (!json_path->empty()) {
       nlohmann::json doc = {{"file", *file},
@@ -197,14 +197,14 @@ void add_inspect(CLI::App& parent) {
                               {"late_rows", opt->late_rows},
                               {"sink_head_threshold", opt->sink_head_threshold}}},
                             {"mean", to_json(mean)},
-                            {"sink_head_rate", sink_head_rate(heads, opt->sink_head_threshold)},
+                            {"sink_head_rate", sink_head_rate(statistics, opt->sink_head_threshold)},
                             {"layers", nlohmann::json::array()},
                             {"heads", nlohmann::json::array()}};
-      for (const LayerStatistics& l : per_layer_statistics(heads, opt->sink_head_threshold)) {
+      for (const LayerStatistics& l : per_layer_statistics(statistics, opt->sink_head_threshold)) {
         doc["layers"].push_back({{"layer", l.layer}, {"heads", l.heads}, {"sink_head_rate", l.sink_head_rate},
                                  {"mean", to_json(l.mean)}});
       }
-      for (const HeadStatistics& h : heads) doc["heads"].push_back(to_json(h));
+      for (const HeadStatistics& h : statistics) doc["heads"].push_back(to_json(h));
       write_json(*json_path, doc);
     }
   });

@@ -44,15 +44,18 @@ void Progress::advance(long long units, const std::string& what) {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double rate = elapsed > 0 ? double(done_) / elapsed : 0.0;
   const double eta = rate > 0 ? double(total_ - done_) / rate : 0.0;
+  // Before the first unit finishes there is no rate to project from (a note with 0 units, such as
+  // a long head's round, must not claim "ETA 0 s").
+  const std::string eta_text = done_ > 0 ? duration_text(eta) : std::string("unknown");
   if (terminal_) {
     if (done_ < total_ && now - last_draw_ < std::chrono::milliseconds(200)) return;
     last_draw_ = now;
     std::fprintf(stream_, "\r%s: %lld/%lld %s (%.3g/s, ETA %s)   ", label_.c_str(), done_, total_, unit_.c_str(),
-                 rate, duration_text(eta).c_str());
+                 rate, eta_text.c_str());
   } else {
     std::fprintf(stream_, "%s: %lld/%lld %s%s%s, %s elapsed, ETA %s\n", label_.c_str(), done_, total_,
                  unit_.c_str(), what.empty() ? "" : " ", what.c_str(), duration_text(elapsed).c_str(),
-                 duration_text(eta).c_str());
+                 eta_text.c_str());
   }
   std::fflush(stream_);
 }

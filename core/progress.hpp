@@ -23,7 +23,8 @@ class Progress {
   /// Ends a redrawn terminal line.
   ~Progress();
 
-  /// Marks `units` more units as done; `what` (may be empty) describes the unit just finished.
+  /// Marks `units` more units as done; `what` (may be empty) describes the unit just finished (with
+  /// units = 0, a note on work in progress). The ETA reads "unknown" until a unit has finished.
   void advance(long long units = 1, const std::string& what = {});
 
   /// True when output goes to a terminal (the line is redrawn in place).

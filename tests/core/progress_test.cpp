@@ -41,6 +41,17 @@ TEST(Progress, WritesALinePerUnitToAFile) {
   EXPECT_EQ(lines, 3);
 }
 
+TEST(Progress, ANoteBeforeTheFirstUnitHasNoEta) {
+  const std::string text = captured([](std::FILE* file) {
+    Progress progress("simulate", 2, "heads", false, file);
+    progress.advance(0, "(head 0: round 1)");
+    progress.advance(1);
+  });
+  EXPECT_NE(text.find("simulate: 0/2 heads (head 0: round 1), "), std::string::npos) << text;
+  EXPECT_NE(text.find("elapsed, ETA unknown\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ETA unknown", text.find('\n')), std::string::npos) << text;  // the unit's line projects
+}
+
 TEST(Progress, QuietOrEmptyWorkWritesNothing) {
   EXPECT_EQ(captured([](std::FILE* file) {
               Progress progress("x", 5, "units", true, file);
