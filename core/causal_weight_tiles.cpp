@@ -60,13 +60,9 @@ CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& 
         for (int r = 0; r < rows; ++r) {
           double top = m[r];
           for (int c = 0; c < kKeyChunk; ++c) top = std::max(top, tile[std::size_t(c) * kRowBlock + r]);
-          s[r] *= std::exp(m[r] - top);  // m[r] = −inf only before the first chunk, where s[r] = 0
-          if (!std::isfinite(s[r])) s[r] = 0.0;
+          s[r] *= std::exp(m[r] - top);  // m[r] = −inf only before the first chunk (key 0), where s[r] = 0
           m[r] = top;
           for (int c = 0; c < kKeyChunk; ++c) tile[std::size_t(c) * kRowBlock + r] -= top;
-        }
-        for (int r = rows; r < kRowBlock; ++r) {
-          for (int c = 0; c < kKeyChunk; ++c) tile[std::size_t(c) * kRowBlock + r] = -std::numeric_limits<double>::infinity();
         }
         if (path_ == CpuPath::kAvx2Fma) {
 #if defined(SUBEVICT_HAVE_AVX2_KERNELS)

@@ -88,9 +88,8 @@ void store_optima(const std::vector<ImplicitFlowResult>& optima, std::vector<Hea
 
 /// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`.
 template <class Scalar>
-void add_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
-                std::vector<HeadEvaluation>& out) {
-  const auto start = std::chrono::steady_clock::now();
+void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
+                       std::vector<HeadEvaluation>& out) {
   const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
   const std::vector<StepOracle> oracles = step_oracles(gains, budgets);
   for (std::size_t b = 0; b < budgets.size(); ++b) {
@@ -100,20 +99,13 @@ void add_optima(const HeadGroup& group, const std::vector<int>& budgets, const H
   if (options.optimum == OptimumMode::kFlow || options.optimum == OptimumMode::kCertified) {
     store_optima(implicit_flow_optima(gains, budgets, flow_options(options)), out);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
 }
 
-/// The optimum of every budget of one head on streamed gains into `out` (no oracle).
+/// The optimum of every budget of one head on streamed gains into `out` (no oracle). Precondition:
+/// mode kFlow or kCertified (evaluate_head_budgets refuses kOracle here).
 void add_streamed_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
                          std::vector<HeadEvaluation>& out) {
-  if (options.optimum != OptimumMode::kFlow && options.optimum != OptimumMode::kCertified) return;
-  const auto start = std::chrono::steady_clock::now();
-  const StreamedGains gains(group, 1);
-  const std::vector<ImplicitFlowResult> optima = streamed_flow_optima(gains, budgets, flow_options(options));
-  store_optima(optima, out);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
+  store_optima(streamed_flow_optima(StreamedGains(group, 1), budgets, flow_options(options)), out);
 }
 
 }  // namespace
@@ -155,13 +147,16 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     }
   }
   if (options.optimum != OptimumMode::kNone) {
+    const auto start = std::chrono::steady_clock::now();
     if (group.tokens() <= std::min(kDoubleGainsTokens, options.stored_gains_tokens)) {
-      add_optima<double>(group, budgets, options, out);
+      add_stored_optima<double>(group, budgets, options, out);
     } else if (group.tokens() <= options.stored_gains_tokens) {
-      add_optima<float>(group, budgets, options, out);
+      add_stored_optima<float>(group, budgets, options, out);
     } else {
       add_streamed_optima(group, budgets, options, out);
     }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
   }
   return out;
 }

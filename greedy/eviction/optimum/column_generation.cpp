@@ -5,11 +5,20 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/input_error.hpp"
 #include "greedy/eviction/optimum/flow_cost_quantum.hpp"
 
 namespace subevict::greedy::column_generation {
+namespace {
+
+/// The first of a token's arcs (sorted by step) at step ≥ e.
+std::vector<TokenArc>::iterator arc_at(std::vector<TokenArc>& arcs, int e) {
+  return std::lower_bound(arcs.begin(), arcs.end(), e, [](const TokenArc& x, int step) { return x.e < step; });
+}
+
+}  // namespace
 
 ArcCosts arc_costs(std::vector<double> shift) {
   ArcCosts out;
@@ -105,10 +114,7 @@ ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCos
     double value = diagonal;  // Σ_j W_jj + Σ_j C_j(chosen step)
     for (int j = 0; j < n; ++j) {
       last_step[j] = chosen[j] - 1;
-      const auto& mine = arcs[j];
-      const auto at = std::lower_bound(mine.begin(), mine.end(), chosen[j],
-                                       [](const TokenArc& x, int e) { return x.e < e; });
-      value += at->earned;
+      value += arc_at(arcs[j], chosen[j])->earned;  // the flow uses only restricted arcs
     }
     std::vector<std::int64_t> pot(n + 1), pot_r(n);
     std::vector<double> y(n + 1);  // the certificate's potentials: y = −π / scale
@@ -128,8 +134,7 @@ ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCos
       for (int a = 0; a < price.found; ++a) {
         const TokenArc& arc = price.arc[a];
         auto& mine = arcs[j];
-        const auto at = std::lower_bound(mine.begin(), mine.end(), arc.e,
-                                         [](const TokenArc& x, int e) { return x.e < e; });
+        const auto at = arc_at(mine, arc.e);
         if (at != mine.end() && at->e == arc.e) continue;  // present: cannot be violated
         mine.insert(at, arc);
         simplex.add_arc(j, arc.e, integer_cost(arc.cost, costs.scale));

@@ -1,7 +1,6 @@
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -17,7 +16,6 @@ namespace subevict::greedy {
 namespace {
 
 using namespace column_generation;
-
 
 /// Pricing skips whole blocks of steps e ∈ [b·B, (b + 1)·B) when a bound shows that no arc in them
 /// can be added or lower a token's Lagrangian term (price_token).
@@ -117,7 +115,6 @@ TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostSc
     lagrangian = std::min(lagrangian, y[e] - earned);
     price_arc(out, e, earned, shift, scale.costs.scale, pot_r, pot[e], keep);
   };
-
   const int first_block = (j + 1) / kPricingBlock;
   const int walked_to = std::min(n - 1, (first_block + 1) * kPricingBlock - 1);
   for (int e = j + 1; e <= walked_to; ++e) visit(e);
@@ -214,11 +211,20 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
   std::vector<std::vector<TokenArc>> arcs;
   std::optional<IncrementalNetworkSimplex> simplex;
   std::size_t solved = 0;
+  const double diagonal = gains.diagonal_sum();
   const StepMass step_mass = [&](const std::vector<int>& last_step) { return schedule_step_mass(gains, last_step); };
+  const PriceAll price_all = [&](const PricingInput& in) {
+    const std::vector<std::int64_t> max_pot = block_max_potential(in.pot, gains.size());
+    std::vector<TokenPrice> prices(gains.size());
+    for (int j = 0; j < gains.size(); ++j) {
+      prices[j] = price_token(gains, j, scale, in.pot, max_pot, in.pot_r[j], in.y, in.arcs[j], in.keep);
+    }
+    return prices;
+  };
   for (std::size_t b : order) {
     const int k = std::min(budgets[b], gains.size());
     if (k == 0) {
-      out[b] = nothing_cached(gains.size(), budgets[b], gains.diagonal_sum(), largest_entry(gains),
+      out[b] = nothing_cached(gains.size(), budgets[b], diagonal, largest_entry(gains),
                               options.step_mass ? step_mass : StepMass{});
       if (options.on_budget) options.on_budget(++solved);
       continue;
@@ -229,16 +235,8 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
     } else if (k > simplex->budget()) {
       simplex->increase_budget(k - simplex->budget());
     }
-    const PriceAll price_all = [&](const PricingInput& in) {
-      const std::vector<std::int64_t> max_pot = block_max_potential(in.pot, gains.size());
-      std::vector<TokenPrice> prices(gains.size());
-      for (int j = 0; j < gains.size(); ++j) {
-        prices[j] = price_token(gains, j, scale, in.pot, max_pot, in.pot_r[j], in.y, in.arcs[j], in.keep);
-      }
-      return prices;
-    };
-    out[b] = solve_budget(gains.size(), gains.diagonal_sum(), budgets[b], scale.costs, *simplex, arcs, options,
-                          price_all, step_mass);
+    out[b] = solve_budget(gains.size(), diagonal, budgets[b], scale.costs, *simplex, arcs, options, price_all,
+                          step_mass);
     if (options.on_budget) options.on_budget(++solved);
   }
   return out;

@@ -44,8 +44,9 @@ std::vector<double> guessed_prices(const StreamedGains& gains, int k) {
   return price;
 }
 
-/// Calls visit(thread, j, e, W_ej) for every token j and step e ∈ (j, n − 1], per token in
-/// ascending e on one thread (StreamedGains::for_each_tile).
+/// Calls visit.token(thread, j, first_row, first, last, w) for every token j and every tile of its
+/// column: w[r] = W_{first_row + r, j} for r ∈ [first, last), exactly its steps e ∈ (j, n − 1] in
+/// the tile; per token the tiles come in ascending rows on one thread (StreamedGains::for_each_tile).
 template <class Visit>
 void for_each_arc_step(const StreamedGains& gains, Visit&& visit) {
   const int n = gains.size();
@@ -100,13 +101,13 @@ std::vector<TokenPrice> price_pass(const StreamedGains& gains, const ArcCosts& c
     std::vector<double>& earned;
     void token(int, int j, int first_row, int first, int last, const double* w) const {
       TokenPrice& price = prices[j];
-      const double shift = costs.shift[j], scale = costs.scale, pot_r = double(in.pot_r[j]) + 0.5;
+      const double shift = costs.shift[j], scale = costs.scale, half_plus_pot_r = 0.5 + double(in.pot_r[j]);
       double sum = earned[j], term = price.lagrangian;
       for (int r = first; r < last; ++r) {
         const int e = first_row + r;
         sum += w[r];
         term = std::min(term, in.y[e] - sum);
-        if ((shift - sum) * scale + pot_r - pot_d[e] < kSurelyNonNegative) {
+        if ((shift - sum) * scale + half_plus_pot_r - pot_d[e] < kSurelyNonNegative) {
           price_arc(price, e, sum, shift, scale, in.pot_r[j], in.pot[e], in.keep);
         }
       }
