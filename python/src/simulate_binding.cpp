@@ -87,7 +87,6 @@ std::vector<PolicyItem> parse_policies(const nb::list& policies, int horizon) {
                        item.label + " (listed twice)");
     }
   }
-  if (items.empty()) throw InputError("simulate", "policies", "at least one policy");
   return items;
 }
 
@@ -132,13 +131,20 @@ nb::dict trace_dict(greedy::Trace&& t, double g, int k) {
 nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std::vector<double>& budget_values,
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
                       const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
-                      bool record_cache, bool overlap) {
+                      bool record_cache, bool overlap, std::optional<int> model_layer) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
   const std::vector<PolicyItem> items = parse_policies(policy_list, horizon);
+  if (items.empty() && optimum == greedy::OptimumMode::kNone) {
+    throw InputError("simulate", "policies", "at least one policy (or an optimum to compute)");
+  }
   if (budget_values.empty()) throw InputError("simulate", "budget", "at least one budget");
   if (layers.empty()) throw InputError("simulate", "layers", "at least one layer");
+  if (model_layer && (layers.size() != 1 || *model_layer < 0)) {
+    throw InputError("simulate", "model_layer", "an index >= 0 with exactly one selected layer",
+                     std::to_string(*model_layer) + " with " + std::to_string(layers.size()) + " layers");
+  }
   for (int l : layers) {
     if (l < 0 || l >= shape.layers) {
       throw InputError("simulate", "layers", "layers in [0, " + std::to_string(shape.layers) + ")", std::to_string(l));
@@ -178,7 +184,8 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
   nb::list out;
   for (int layer : layers) {
     for (int kv : kv_heads) {
-      const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
+      greedy::HeadGroup group = greedy::head_group(w, layer, kv);
+      if (model_layer) group.layer = *model_layer;  // per-layer policy rules and seeds read the model's index
       const double g = group.group_size();
       std::vector<greedy::HeadEvaluation> optima;
       Eigen::MatrixXd gains;  // W of the group, built once when an overlap asks for it
@@ -270,8 +277,29 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
-        "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a,
+        "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a, "model_layer"_a.none(),
         "The engine of subevict.simulate (see its docstring); arguments already normalized to lists.");
+  m.def(
+      "policy_specs",
+      [](const std::string& text, const std::string& source, int horizon) {
+        std::vector<std::string> labels;
+        for (const greedy::PolicySpec& spec : greedy::parse_policy_list(text, source, "policies", horizon)) {
+          labels.push_back(spec.label());
+        }
+        return labels;
+      },
+      "text"_a, "source"_a = "simulate", "horizon"_a = 16,
+      "The policies of a policy list (as simulate reads it), one spec string each: its label, which parses back "
+      "to that policy alone. InputError (naming `source`) as simulate for unknown names, keys or values.");
+  m.def(
+      "budget_size",
+      [](double value, int tokens, const std::string& source) {
+        if (tokens < 1) throw InputError(source, "tokens", "an integer >= 1", std::to_string(tokens));
+        return greedy::budget_from_value(value, source).resolve(tokens, 0);
+      },
+      "value"_a, "tokens"_a, "source"_a = "simulate",
+      "The cache size k of a budget value for n tokens, as simulate resolves it: a ratio in (0, 1) gives "
+      "max(1, round(ratio n)), an integer size is capped at n. InputError (naming `source`) otherwise.");
   m.def("policy_names", &greedy::spec_policy_names, "The built-in policies' names (simulate --list-policies).");
   m.def(
       "policy_parameters",

@@ -26,6 +26,7 @@ from ._subevict import (
     Workload,
     attention,
     budget_curve,
+    budget_size,
     check_ids,
     exact_optimum,
     facility_location,
@@ -37,6 +38,7 @@ from ._subevict import (
     offline_optimum,
     policy_names,
     policy_parameters,
+    policy_specs,
     presets,
     read_workload,
     schedule_value,
@@ -45,12 +47,13 @@ from ._subevict import (
     weighted_coverage,
     write_workload,
 )
+from .evicted_forward import closed_loop
 from .policies import Decisions, Policy, ScorePolicy
 
 __all__ = [
     "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "attention",
-    "budget_curve", "check_ids", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
-    "modular", "offline_optimum", "policy_names", "policy_parameters", "presets", "read_workload",
+    "budget_curve", "budget_size", "check_ids", "closed_loop", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
+    "modular", "offline_optimum", "policy_names", "policy_parameters", "policy_specs", "presets", "read_workload",
     "schedule_value", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
     "write_workload",
 ]
@@ -91,7 +94,8 @@ def _budget_list(budget: Union[float, Sequence[float]]) -> list:
 def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o,local,streamingllm,l2norm,tova,random",
              budget: Union[float, Sequence[float]] = 0.2, layers: Union[int, Iterable[int]] = 0,
              kv_heads: Union[int, Iterable[int], None] = None, optimum: str = "flow", gap: float = 1e-4,
-             seed: int = 0, horizon: int = 16, record_cache: bool = False, overlap: bool = False) -> list:
+             seed: int = 0, horizon: int = 16, record_cache: bool = False, overlap: bool = False,
+             model_layer: Optional[int] = None) -> list:
     """Runs eviction policies on (layer, KV head) groups of `workload` against the offline optimum.
 
     The same process, policies, optimum and units as `subevict simulate` (masses are means over the
@@ -99,7 +103,8 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
 
     policies: a policy list string as on the command line ("h2o:heavy=0.25,tova"), a Python policy
         object (subevict.Policy or subevict.ScorePolicy, or anything with evict() or score()), a
-        recorded schedule (subevict.Decisions), or a list mixing them.
+        recorded schedule (subevict.Decisions), or a list mixing them; an empty list computes only
+        the optimum (optimum != "none").
     budget: a ratio in (0, 1) of the sequence length or an integer size, or a list of them.
     layers, kv_heads: an int or a list (kv_heads default: every KV head).
     optimum: "flow" (offline optimum and per-step oracle), "certified" (a feasible schedule and a
@@ -111,6 +116,9 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
         (as `subevict simulate --schedules`): trace["overlap_with_optimum"] = {"jaccard",
         "policy_only_mass", "optimum_only_mass" (float64 [n]: |G_i(P) & G_i(OPT)| / |G_i(P) | G_i(OPT)|
         and the attention of the tokens only one of them holds), and their step means "mean_..."}.
+    model_layer: with exactly one selected layer, the model layer it is (a workload holding one layer
+        of a larger model): the index that per-layer policy rules (l2norm's skip_first) and the seeds
+        of randomized policies read; default the selected layer's own index.
 
     Returns one dict per (layer, KV head, budget), layers outer, budgets inner:
         {"layer", "kv_head", "budget" (as given), "budget_size" (k), "group_size" (g), "tokens" (n),
@@ -131,7 +139,8 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     layer_list = _int_list(layers, "simulate: layers")
     head_list = _int_list(kv_heads, "simulate: kv_heads")
     return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
-                               float(gap), int(seed), int(horizon), bool(record_cache), bool(overlap))
+                               float(gap), int(seed), int(horizon), bool(record_cache), bool(overlap),
+                               None if model_layer is None else int(model_layer))
 
 
 def verify(workload: Union[Workload, str, os.PathLike, None] = None, *, checks: Sequence[str] = (),

@@ -26,12 +26,15 @@ TOKENS = 384
 ATTENTION_TOL = 1e-5
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, HERE)
 
 import numpy  # noqa: E402
 import torch  # noqa: E402
 
 import export_gguf  # noqa: E402
-import export_qkv  # noqa: E402
+import hf_llama_reference  # noqa: E402
+
+models = export_gguf.models
 
 MODEL = {}  # filled once by install_model(): gguf path, reader, model, tokens, attentions
 
@@ -52,16 +55,16 @@ def install_model():
         except ImportError:
             raise AssertionError(f"{sys.executable} cannot import {module}: run this test with "
                                  f"{os.path.join(ROOT, '.venv', 'bin', 'python')}") from None
-    reader = export_gguf.open_gguf(path)
+    reader = models.open_gguf(path)
     with open(TEXT, encoding="utf-8") as stream:
         text = stream.read()
-    model, config = export_gguf.build_model(reader)
-    input_ids = export_gguf.tokenize(reader, text, TOKENS)
+    model, config = hf_llama_reference.build_model(models, reader)
+    input_ids = models.tokenize(reader, text, TOKENS)
     with torch.no_grad():
         out = model(input_ids=input_ids, labels=input_ids, output_attentions=True,
                     use_cache=False)
     MODEL.update(path=path, reader=reader, text=text, model=model, config=config,
-                 input_ids=input_ids, loss=float(out.loss),
+                 input_ids=input_ids, loss=float(out.loss), logits=out.logits[0],
                  attentions=[a[0].double().numpy() for a in out.attentions])
     return MODEL
 
@@ -141,6 +144,16 @@ class RealModelTest(unittest.TestCase):
         for layer, diff in diffs:
             self.assertLessEqual(diff, ATTENTION_TOL, f"layer {layer}")
 
+    def test_own_forward_equals_the_transformers_reference(self):
+        """subevict.models' forward against transformers' LlamaForCausalLM on the same weights:
+        both float32 with the same operation order, so the logits agree to float32 rounding."""
+        own = models.load(self.model["path"])
+        logits = models.forward(own, self.model["input_ids"][0])
+        reference = self.model["logits"]
+        diff = float((logits - reference).abs().max())
+        print(f"\nmax |logit diff| own forward vs transformers: {diff:.3g}", file=sys.stderr)
+        self.assertLessEqual(diff, 1e-3 * float(reference.abs().max()))
+
     def test_perplexity_real_vs_random(self):
         real = numpy.exp(self.model["loss"])
         torch.manual_seed(0)
@@ -165,10 +178,10 @@ class RealModelTest(unittest.TestCase):
             "exporter": "scripts/export_gguf.py",
             "model_name": "Smollm2 135M 8k Lc100K Mix1 Ep2",
             "source": os.path.basename(self.model["path"]),
-            "gguf_sha256": export_gguf.file_sha256(self.model["path"]),
+            "gguf_sha256": models.file_sha256(self.model["path"]),
             "prompt_sha256": text_sha,
             "tokens": str(TOKENS),
-            "token_ids_sha256": export_gguf.token_ids_sha256(self.model["input_ids"]),
+            "token_ids_sha256": models.token_ids_sha256(self.model["input_ids"]),
             "source_layers": ",".join(str(i) for i in range(30)),
         }
         self.assertEqual({key: metadata.get(key) for key in expected}, expected)
@@ -203,25 +216,25 @@ class RealModelTest(unittest.TestCase):
 class PermutationTest(unittest.TestCase):
     def test_unpermute_inverts_permute(self):
         weight = torch.arange(6 * 8 * 3, dtype=torch.float32).reshape(6 * 8, 3)
-        permuted = export_gguf.permute_qk(weight, 6)
+        llama = sys.modules[models.__name__ + ".llama"]
+        permuted = llama.permute_qk(weight, 6)
         self.assertFalse(torch.equal(permuted, weight))
-        self.assertTrue(torch.equal(export_gguf.unpermute_qk(permuted, 6), weight))
+        self.assertTrue(torch.equal(llama.unpermute_qk(permuted, 6), weight))
         # Head 0, head_dim 8: HF rows (0..3 | 4..7) become interleaved pairs 0,4,1,5,2,6,3,7.
         self.assertEqual(permuted[:8, 0].tolist(), [0, 12, 3, 15, 6, 18, 9, 21])
 
     def test_keeping_the_gguf_permutation_breaks_attention_and_perplexity(self):
         model = install_model()
-        wrong, config = export_gguf.build_model(model["reader"], undo_permutation=False)
-        tensors = export_qkv.capture_qkv(wrong, model["input_ids"])
+        wrong = models.load(model["path"], undo_permutation=False)
+        ids = model["input_ids"][0]
+        tensors = export_gguf.capture_qkv(wrong, ids, list(range(wrong.layers)))
         tensors = {name: t.numpy() for name, t in tensors.items()}
-        diffs = max_attention_diff(tensors, config["head_dim"] ** -0.5, model["attentions"])
+        diffs = max_attention_diff(tensors, wrong.score_scale, model["attentions"])
         self.assertGreater(max(diff for _, diff in diffs), 0.1)
-        with torch.no_grad():
-            loss = wrong(input_ids=model["input_ids"], labels=model["input_ids"],
-                         use_cache=False).loss
-        print(f"\nperplexity with the GGUF permutation kept: {numpy.exp(float(loss)):.1f}",
-              file=sys.stderr)
-        self.assertGreater(numpy.exp(float(loss)), 30)
+        logp = torch.log_softmax(models.forward(wrong, ids), dim=-1)
+        perplexity = float(torch.exp(-logp[:-1].gather(-1, ids[1:, None]).mean()))
+        print(f"\nperplexity with the GGUF permutation kept: {perplexity:.1f}", file=sys.stderr)
+        self.assertGreater(perplexity, 30)
 
 
 class ErrorTest(unittest.TestCase):

@@ -128,7 +128,8 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
                          " tokens (the oracle sorts rows of the stored gains)",
                      "oracle at " + std::to_string(group.tokens()) + " tokens");
   }
-  const std::vector<ExactRows> exact = group_exact_rows(group);  // shared by every policy and budget
+  // Shared by every policy and budget; none to compute for the optimum alone.
+  const std::vector<ExactRows> exact = policies.empty() ? std::vector<ExactRows>{} : group_exact_rows(group);
   std::vector<HeadEvaluation> out(budgets.size());
   for (std::size_t b = 0; b < budgets.size(); ++b) {
     HeadEvaluation& e = out[b];

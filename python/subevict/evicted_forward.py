@@ -1,0 +1,328 @@
+"""The closed loop: eviction inside a real model's forward, layer by layer (docs/closed_loop.md).
+
+For each cache (a policy at a budget, or a reference cache) the model runs once over the n tokens:
+layer l's Q, K, V for all n positions come from the hidden states that layers < l produced with
+their evicted caches; subevict's simulator runs the policy on that layer's Q, K, V (the process of
+docs/eviction.md: G_i = S_{i-1} + {i}, GQA aggregation, budgets and specs as `simulate`), which
+gives every step's cache per KV head; query i of layer l then attends over its step's cache only,
+and the rest of the layer follows. Position i's layer-l state depends only on positions <= i of
+layer l - 1 and on the cache at step i, so this is token-by-token decoding with eviction under
+teacher forcing.
+
+Reference caches, computed per layer on that layer's closed-loop Q, K, V:
+  opt   the exact offline optimum of retained attention mass (subevict's min-cost flow), irreversible;
+  topk  the reversible per-step oracle: at step i each KV head keeps the k past keys with the most
+        attention from query i, summed over its query heads (evicted keys may return).
+In mass, every policy <= opt <= topk on each layer (checked, `mass_order_violations`).
+
+Needs torch and the GGUF model code (subevict.models).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _subevict
+from .models import attend, causal_keep, keep_from_last_step, keep_from_sets
+from .policies import Decisions
+from .progress import Progress
+
+REFERENCES = ("opt", "topk")
+
+# Relative slack of the mass order policy <= opt <= topk: the three masses are sums over n steps of
+# double-precision attention rows, and the optimum's value comes from integer-scaled arc costs.
+MASS_ORDER_RTOL = 1e-9
+
+
+@dataclass
+class Cache:
+    """One cache of a run: a policy (`item` as simulate takes it) or a reference ("opt", "topk")."""
+
+    label: str
+    kind: str  # "policy" or a name of REFERENCES
+    item: Any = None
+
+
+def caches_of(policies, horizon=16):
+    """The caches a list names: policy list strings (references "opt" and "topk" may stand among
+    the specs), Python policy objects and subevict.Decisions. InputError for an unknown policy or
+    key, or a label given twice."""
+    if isinstance(policies, str) or not isinstance(policies, (list, tuple)):
+        policies = [policies]
+    caches = []
+    for p in policies:
+        if isinstance(p, str):
+            items = p.split(",")
+            specs = ",".join(x for x in items if x.strip() not in REFERENCES)
+            for name in (x.strip() for x in items if x.strip() in REFERENCES):
+                caches.append(Cache(name, name))
+            if specs:
+                caches += [Cache(label, "policy", label)
+                           for label in _subevict.policy_specs(specs, "closed_loop", horizon)]
+        elif isinstance(p, Decisions):
+            caches.append(Cache(p.name, "policy", p))
+        else:
+            label = getattr(p, "name", None) or type(p).__name__
+            caches.append(Cache(str(label), "policy", p))
+    labels = [c.label for c in caches]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise _subevict.InputError(f"closed_loop: policies: each label once, got {label!r} twice")
+    if not caches:
+        raise _subevict.InputError("closed_loop: policies: at least one policy or reference")
+    return caches
+
+
+def check_decisions(caches, tokens, evict_layers):
+    """InputError, before any model work, for recorded decisions that do not fit the run: a
+    schedule of another length than `tokens`, or a per-layer one without every evicting layer."""
+    for cache in caches:
+        array = cache.item.array if isinstance(cache.item, Decisions) else None
+        if array is None:
+            continue
+        if array.shape[-1] != tokens:
+            raise _subevict.InputError(f"closed_loop: {cache.label}: a schedule of {tokens} tokens, "
+                                       f"got shape {tuple(array.shape)}")
+        if array.ndim in (3, 4) and evict_layers and array.shape[0] <= max(evict_layers):
+            raise _subevict.InputError(f"closed_loop: {cache.label}: decisions for layer "
+                                       f"{max(evict_layers)}, got {array.shape[0]} layers")
+
+
+def _layer_item(item, layer):
+    """The simulate item of one model layer: a per-layer Decisions is sliced to that layer."""
+    if isinstance(item, Decisions) and item.array.ndim in (3, 4):
+        return Decisions(np.ascontiguousarray(item.array[layer:layer + 1]),
+                         item.name[len("recorded:"):], item.to_process)
+    return item
+
+
+@dataclass
+class LayerRecord:
+    """One layer of one run: per KV head the run's retained mass, OPT and the oracle's mass on that
+    layer's closed-loop Q, K (simulate's units: sums over steps of means over the query heads)."""
+
+    layer: int
+    kind: str  # the cache's kind: "policy", "opt" or "topk"
+    compressed: bool
+    mass: list
+    opt: list
+    topk: list
+    last_step: Optional[np.ndarray] = None  # [kv_heads, n] for irreversible caches (keep_schedules)
+    qkv: Optional[tuple] = None  # (q, k, v) float32 numpy arrays (keep_qkv)
+
+    def ratio_to_opt(self):
+        return sum(self.mass) / sum(self.opt)
+
+    def order_violations(self):
+        """KV heads of a compressed layer where opt <= topk fails, or (irreversible caches: policies
+        and opt) mass <= opt, beyond the relative slack MASS_ORDER_RTOL."""
+        if not self.compressed:
+            return 0
+        tol = MASS_ORDER_RTOL
+        return sum(1 for m, o, t in zip(self.mass, self.opt, self.topk)
+                   if o > t * (1 + tol) or (self.kind != "topk" and m > o * (1 + tol)))
+
+
+def _per_head(function, heads, parallel):
+    """[function(h) for h in heads], on a thread per core when `parallel` (the library releases the
+    GIL while it solves)."""
+    if not parallel or len(heads) < 2:
+        return [function(h) for h in heads]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(len(heads), os.cpu_count() or 1)) as pool:
+        return list(pool.map(function, heads))
+
+
+def layer_cache(cache, q, k, v, scale, layer, budget, seed, horizon):
+    """(keep mask [kv_heads, n, n], LayerRecord) of `cache` on one layer's closed-loop q, k, v
+    (float32 torch tensors). The KV heads run in parallel unless the cache is a Python policy (one
+    object, stateful, shared by the heads)."""
+    import torch
+
+    workload = _subevict.Workload(q.numpy()[None], k.numpy()[None], v.numpy()[None],
+                                  score_scale=scale)
+    items = [] if cache.kind != "policy" else [_layer_item(cache.item, layer)]
+    parallel = cache.kind != "policy" or isinstance(cache.item, (str, Decisions))
+    heads = list(range(k.shape[0]))
+
+    def evaluate(h):
+        [cell] = _subevict._simulate(workload, items, [float(budget)], [0], [h], "flow", 1e-4,
+                                     int(seed), int(horizon), False, False, int(layer))
+        if cache.kind == "topk":
+            gains = _subevict.gain_matrix(workload, 0, h)
+            cell["chosen"] = _subevict.step_oracle(gains, budget, True)["chosen"]
+        return cell
+
+    cells = _per_head(evaluate, heads, parallel)
+    opt = [cell["optimum"]["total"] for cell in cells]
+    topk = [cell["oracle_total"] for cell in cells]
+    n = q.shape[1]
+    if cache.kind == "policy":
+        traces = [next(iter(cell["policies"].values())) for cell in cells]
+        last_step = np.stack([t["last_step"] for t in traces])
+        mass = [t["total_retained_mass"] for t in traces]
+        compressed = all(t["compressed"] for t in traces)
+    elif cache.kind == "opt":
+        last_step = np.stack([cell["optimum"]["last_step"] for cell in cells])
+        mass, compressed = list(opt), budget < n
+    else:
+        keep = keep_from_sets([cell["chosen"] for cell in cells], len(heads), n)
+        return keep, LayerRecord(layer, cache.kind, budget < n, list(topk), opt, topk)
+    keep = keep_from_last_step(torch.from_numpy(last_step.astype(np.int64)))
+    return keep, LayerRecord(layer, cache.kind, compressed, mass, opt, topk, last_step)
+
+
+def next_token_metrics(full_logp, logp, ids):
+    """Perplexity, mean KL(full || evicted) and top-1 agreement over the n - 1 predicted positions
+    (float64 sums of float32 log-probabilities), and each position's log-probability of its token."""
+    import torch
+
+    target = ids[1:].unsqueeze(-1)
+    token_logp = logp[:-1].gather(-1, target).squeeze(-1).double()
+    kl = (full_logp[:-1].exp() * (full_logp[:-1] - logp[:-1])).sum(-1).double()
+    agree = (full_logp[:-1].argmax(-1) == logp[:-1].argmax(-1)).double()
+    nll = float(-token_logp.mean())
+    return {"perplexity": math.exp(nll), "nll": nll, "mean_kl": float(kl.mean()),
+            "top1_agreement": float(agree.mean()), "token_logprob": token_logp.numpy()}
+
+
+def run_cache(model, ids, cache, budget, evict_layers, seed=0, horizon=16, keep_schedules=False,
+              keep_qkv=False, progress=None, full_inputs=None):
+    """One closed-loop forward of `ids` (int64 [n]) with `cache` at budget size `budget` in the
+    layers `evict_layers` (the others keep the full cache). Returns (log-probabilities [n, vocab]
+    float32, [LayerRecord of each evicting layer]).
+
+    full_inputs: the full-cache run's input hidden states of every layer: an empty list that a run
+    evicting nowhere fills, or a filled one from which a run starts at its first evicting layer
+    (the layers below are the full model's, the same arithmetic on the same inputs)."""
+    import torch
+
+    n = int(ids.shape[0])
+    positions = torch.arange(n)
+    full = causal_keep(n, model.kv_heads)
+    records = []
+    start = min(evict_layers, default=model.layers) if full_inputs else 0
+    with torch.no_grad():
+        hidden = full_inputs[start] if start > 0 else model.embed(ids)
+        for layer in range(start, model.layers):
+            if full_inputs is not None and not evict_layers:
+                full_inputs.append(hidden)
+            q, k, v = model.attention_inputs(layer, hidden, positions)
+            keep = full
+            if layer in evict_layers:
+                keep, record = layer_cache(cache, q, k, v, model.score_scale, layer, budget, seed,
+                                           horizon)
+                if not keep_schedules:
+                    record.last_step = None
+                if keep_qkv:
+                    record.qkv = (q.numpy().copy(), k.numpy().copy(), v.numpy().copy())
+                records.append(record)
+            hidden = model.attention_output(layer, hidden, attend(q, k, v, model.score_scale, keep))
+            if progress is not None:
+                progress.advance(f"{cache.label} k={budget} layer {layer}")
+        logp = torch.log_softmax(model.logits(hidden), dim=-1)
+    return logp, records
+
+
+@dataclass
+class Run:
+    """One (cache, budget) closed-loop run."""
+
+    label: str
+    kind: str
+    budget: Any
+    budget_size: int
+    metrics: dict
+    layers: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self, full_nll):
+        compressed = [r for r in self.layers if r.compressed]
+        ratios = [r.ratio_to_opt() for r in compressed]
+        return {
+            "policy": self.label, "kind": self.kind, "budget": self.budget,
+            "budget_size": self.budget_size,
+            "perplexity": self.metrics["perplexity"],
+            "delta_log_perplexity": self.metrics["nll"] - full_nll,
+            "mean_kl": self.metrics["mean_kl"], "top1_agreement": self.metrics["top1_agreement"],
+            "compressed_layers": [r.layer for r in compressed],
+            "mean_ratio_to_opt": float(np.mean(ratios)) if ratios else None,
+            "mass_order_violations": sum(r.order_violations() for r in self.layers),
+            "layers": [{"layer": r.layer, "compressed": r.compressed,
+                        "ratio_to_opt": r.ratio_to_opt(), "mass": r.mass, "opt": r.opt,
+                        "topk": r.topk} for r in self.layers],
+            "seconds": self.seconds,
+        }
+
+
+def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers=None, seed=0,
+                horizon=16, keep_schedules=False, keep_qkv=False, quiet=False):
+    """Runs every (cache, budget) of `policies` x `budgets` through `model` on token ids `ids` and
+    compares it with the full-cache model.
+
+    model: a subevict.models model (or a GGUF path); ids: int64 token ids [n] (or [1, n]);
+    policies: as caches_of (built-ins with parameters, "opt", "topk", Python policies,
+    subevict.Decisions); budgets: ratios in (0, 1) or integer sizes, as simulate; layers: the layers
+    that evict (default all; the others keep the full cache). Returns {"tokens", "full":
+    {"perplexity", "nll", "token_logprob"}, "runs": [Run]} (Run.summary(full nll) is the JSON
+    form). Progress (one unit per layer of a run) goes to stderr unless quiet."""
+    import time
+
+    import torch
+
+    from . import models as models_module
+
+    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        model = models_module.load(model)
+    ids = torch.as_tensor(np.asarray(ids), dtype=torch.int64).reshape(-1)
+    n = int(ids.shape[0])
+    if n < 2:
+        raise _subevict.InputError(f"closed_loop: ids: at least 2 tokens, got {n}")
+    caches = caches_of(policies, horizon)
+    budget_list = [budgets] if isinstance(budgets, (int, float)) else list(budgets)
+    if not budget_list:
+        raise _subevict.InputError("closed_loop: budgets: at least one budget")
+    sizes = [_subevict.budget_size(float(b), n, "closed_loop") for b in budget_list]
+    evict_layers = set(range(model.layers)) if layers is None else set(layers)
+    for layer in evict_layers:
+        if not 0 <= layer < model.layers:
+            raise _subevict.InputError(f"closed_loop: layers: indices in [0, {model.layers}), got "
+                                       f"{layer}")
+    check_decisions(caches, n, evict_layers)
+    first = min(evict_layers, default=model.layers)
+    progress = Progress("closed loop", model.layers + len(caches) * len(sizes) * (model.layers - first),
+                        "layer", quiet=quiet)
+    full_inputs = []
+    full_logp, _ = run_cache(model, ids, Cache("full cache", "full"), n, set(), progress=progress,
+                             full_inputs=full_inputs)
+    full = next_token_metrics(full_logp, full_logp, ids)
+    runs = []
+    for budget, k in zip(budget_list, sizes):
+        for cache in caches:
+            start = time.monotonic()
+            logp, records = run_cache(model, ids, cache, k, evict_layers, seed, horizon,
+                                      keep_schedules, keep_qkv, progress, full_inputs)
+            runs.append(Run(cache.label, cache.kind, budget, k,
+                            next_token_metrics(full_logp, logp, ids), records,
+                            time.monotonic() - start))
+    return {"tokens": n, "full": {"perplexity": full["perplexity"], "nll": full["nll"],
+                                  "token_logprob": full["token_logprob"]}, "runs": runs}
+
+
+def results_json(result, settings):
+    """The JSON form of a closed_loop result (closed_loop_report.write takes it): settings
+    (provenance as the caller gives it), the full cache's perplexity, every run's summary, and the
+    analysis (Spearman of mass against perplexity, best policy against opt, the mass order)."""
+    from .closed_loop_report import analysis
+
+    full_nll = result["full"]["nll"]
+    runs = [run.summary(full_nll) for run in result["runs"]]
+    return {"settings": dict(settings, tokens=result["tokens"]),
+            "full": {"perplexity": result["full"]["perplexity"], "nll": full_nll},
+            "runs": runs, "analysis": analysis(runs)}

@@ -1,0 +1,64 @@
+"""Attention of a layer's query heads over per-KV-head caches, in float32 with torch.
+
+A cache is given as a keep mask over (query, key) pairs per KV head; the softmax runs over the
+kept keys only (every other key has weight exactly 0), with torch's max-subtracted (log-sum-exp)
+softmax. The full causal mask and a mask built from a cache schedule go through the same code, so
+a schedule that keeps every token reproduces the full model bit for bit."""
+
+from __future__ import annotations
+
+
+def causal_keep(tokens, kv_heads):
+    """The full cache: keep[h, i, j] = j <= i (bool [kv_heads, tokens, tokens])."""
+    import torch
+
+    keep = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    return keep.expand(kv_heads, tokens, tokens)
+
+
+def keep_from_last_step(last_step):
+    """The keep mask of irreversible caches given by their schedules: last_step [kv_heads, n]
+    (int; t_j = the last step whose cache S_i holds token j, j - 1 when evicted on arrival), so
+    j is in S_i for i in [j, t_j] and query i attends over G_i = S_{i-1} + {i}: keep[h, i, j] =
+    (j == i) or (j < i <= t_j + 1)."""
+    import torch
+
+    t = torch.as_tensor(last_step, dtype=torch.int64)
+    n = t.shape[-1]
+    step = torch.arange(n).view(n, 1)
+    token = torch.arange(n).view(1, n)
+    return (token == step) | ((token < step) & (step <= t.unsqueeze(-2) + 1))
+
+
+def keep_from_sets(chosen, kv_heads, tokens):
+    """The keep mask of reversible caches: chosen[h][i] holds the past tokens query i attends to
+    besides itself (the per-step oracle's sets)."""
+    import torch
+
+    keep = torch.zeros(kv_heads, tokens, tokens, dtype=torch.bool)
+    index = torch.arange(tokens)
+    keep[:, index, index] = True
+    for h in range(kv_heads):
+        for i, members in enumerate(chosen[h]):
+            if len(members):
+                keep[h, i, torch.as_tensor(members, dtype=torch.int64)] = True
+    return keep
+
+
+def attend(q, k, v, scale, keep):
+    """Each query head's attention output over its KV head's kept keys.
+
+    q: float32 [q_heads, n, d]; k, v: float32 [kv_heads, n, d] (query head h reads KV head
+    h // (q_heads / kv_heads)); keep: bool [kv_heads, n, n] with keep[h, i, i] true. Returns float32
+    [q_heads, n, d]. Cost O(q_heads n^2 d), memory O(g n^2) at a time."""
+    import torch
+
+    q_heads, kv_heads = q.shape[0], k.shape[0]
+    group = q_heads // kv_heads
+    out = torch.empty(q_heads, q.shape[1], v.shape[2], dtype=q.dtype)
+    for h in range(kv_heads):
+        rows = slice(h * group, (h + 1) * group)
+        scores = torch.matmul(q[rows], k[h].transpose(0, 1)) * scale
+        scores.masked_fill_(~keep[h], float("-inf"))
+        out[rows] = torch.matmul(torch.softmax(scores, dim=-1), v[h])
+    return out

@@ -1,0 +1,174 @@
+"""The LLaMA family's forward (Llama 1/2/3, TinyLlama, SmolLM, Mistral as converted by llama.cpp)
+from a GGUF file, in float32 torch, split at the attention so that a caller decides which keys each
+query sees (subevict.closed_loop, scripts/export_gguf.py).
+
+Per layer: x = RMSNorm(h); q, k, v = x W_q, x W_k, x W_v; RoPE (rotate_half halves, base
+rope.freq_base) on q and k; attention (the caller's); h += o W_o; h += W_down(silu(W_gate x') *
+W_up x') with x' = RMSNorm(h). llama.cpp's converter interleaves the rotary pairs of W_q and W_k;
+the rows are permuted back so that rotate_half applies (undo_permutation=False keeps them, a broken
+model for tests)."""
+
+from __future__ import annotations
+
+import math
+
+from .errors import ModelError
+from .gguf_file import dequantize, field, tensor_index
+
+ARCHITECTURE = "llama"
+
+_BLOCK_TENSORS = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+                  "ffn_gate", "ffn_up", "ffn_down")
+
+
+def config_of(reader):
+    """The model's shape and constants from the file's `llama.*` metadata (ModelError naming the
+    key or tensor when one is missing, and for RoPE scaling or partial RoPE, not supported)."""
+    name = reader.data.filename
+    tensors = tensor_index(reader)
+    scaling = field(reader, "llama.rope.scaling.type", "none", required=False)
+    if scaling not in ("none", "") or "rope_freqs.weight" in tensors:
+        raise ModelError(f"{name}: RoPE scaling ({scaling!r} or a rope_freqs.weight tensor) is "
+                         "not supported")
+    hidden = int(field(reader, "llama.embedding_length"))
+    heads = int(field(reader, "llama.attention.head_count"))
+    head_dim = int(field(reader, "llama.attention.key_length", hidden // heads, required=False))
+    rope_dim = int(field(reader, "llama.rope.dimension_count", head_dim, required=False))
+    if rope_dim != head_dim:
+        raise ModelError(f"{name}: partial RoPE (rope.dimension_count {rope_dim}, head_dim "
+                         f"{head_dim}) is not supported")
+    if "token_embd.weight" not in tensors:
+        raise ModelError(f"{name}: tensor token_embd.weight is missing")
+    return {
+        "architecture": ARCHITECTURE,
+        "vocab_size": int(field(reader, "llama.vocab_size",
+                                int(tensors["token_embd.weight"].shape[-1]), required=False)),
+        "hidden_size": hidden,
+        "intermediate_size": int(field(reader, "llama.feed_forward_length")),
+        "num_hidden_layers": int(field(reader, "llama.block_count")),
+        "num_attention_heads": heads,
+        "num_key_value_heads": int(field(reader, "llama.attention.head_count_kv", heads,
+                                         required=False)),
+        "head_dim": head_dim,
+        "rope_theta": float(field(reader, "llama.rope.freq_base", 10000.0, required=False)),
+        "rms_norm_eps": float(field(reader, "llama.attention.layer_norm_rms_epsilon")),
+        "max_position_embeddings": int(field(reader, "llama.context_length")),
+        "tie_word_embeddings": "output.weight" not in tensors,
+        "bos_token_id": field(reader, "tokenizer.ggml.bos_token_id", None, required=False),
+        "eos_token_id": field(reader, "tokenizer.ggml.eos_token_id", None, required=False),
+    }
+
+
+def permute_qk(weight, heads):
+    """llama.cpp's converter permutation of a W_q/W_k weight ([heads * head_dim, in]): within each
+    head, rows (0..D/2-1 | D/2..D-1) of the rotate_half layout become interleaved pairs
+    (0, D/2, 1, D/2+1, ...), as ggml's RoPE rotates adjacent pairs."""
+    rows = weight.shape[0]
+    return (weight.reshape(heads, 2, rows // heads // 2, *weight.shape[1:])
+            .transpose(1, 2).reshape(weight.shape))
+
+
+def unpermute_qk(weight, heads):
+    """The inverse of permute_qk: interleaved pairs back to rotate_half halves."""
+    rows = weight.shape[0]
+    return (weight.reshape(heads, rows // heads // 2, 2, *weight.shape[1:])
+            .transpose(1, 2).reshape(weight.shape))
+
+
+def rms_norm(x, weight, eps):
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis (float32)."""
+    import torch
+
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def rotate_half(x):
+    """(x1, x2) -> (-x2, x1) on the two halves of the last axis."""
+    import torch
+
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Model:
+    """A LLaMA-family GGUF model in float32, in pieces: embed, attention_inputs (q, k, v of a
+    layer after RoPE), attention_output (the rest of the layer given the attention's output),
+    logits. Every piece works on any set of positions, so a token-by-token decode and a
+    whole-sequence pass run the same arithmetic per position."""
+
+    def __init__(self, reader, undo_permutation=True):
+        self.config = config_of(reader)
+        c = self.config
+        self.layers = c["num_hidden_layers"]
+        self.q_heads = c["num_attention_heads"]
+        self.kv_heads = c["num_key_value_heads"]
+        self.head_dim = c["head_dim"]
+        self.score_scale = 1.0 / math.sqrt(self.head_dim)
+        self.eps = c["rms_norm_eps"]
+        tensors = tensor_index(reader)
+        known = {"token_embd.weight", "output_norm.weight", "output.weight"}
+        known |= {f"blk.{i}.{part}.weight" for i in range(self.layers) for part in _BLOCK_TENSORS}
+        unknown = sorted(set(tensors) - known)
+        if unknown:
+            raise ModelError(f"{reader.data.filename}: unsupported tensors "
+                             f"{', '.join(unknown[:3])} (not part of a LLaMA model)")
+
+        def weight(name):
+            if name not in tensors:
+                raise ModelError(f"{reader.data.filename}: tensor {name} is missing")
+            return dequantize(tensors[name])
+
+        self.embedding = weight("token_embd.weight")
+        self.output_norm = weight("output_norm.weight")
+        self.output = self.embedding if c["tie_word_embeddings"] else weight("output.weight")
+        self.blocks = []
+        for i in range(self.layers):
+            block = {part: weight(f"blk.{i}.{part}.weight") for part in _BLOCK_TENSORS}
+            if undo_permutation:
+                block["attn_q"] = unpermute_qk(block["attn_q"], self.q_heads)
+                block["attn_k"] = unpermute_qk(block["attn_k"], self.kv_heads)
+            self.blocks.append(block)
+        import torch
+
+        d = self.head_dim
+        self.inv_freq = 1.0 / (c["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.int64)
+                                                   .float() / d))
+
+    def embed(self, ids):
+        """Hidden states [n, hidden] of token ids (int64 [n])."""
+        return self.embedding[ids]
+
+    def rope(self, x, positions):
+        """x [heads, n, d] rotated to `positions` (int64 [n])."""
+        import torch
+
+        freqs = positions.float().unsqueeze(-1) * self.inv_freq.unsqueeze(0)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return x * emb.cos() + rotate_half(x) * emb.sin()
+
+    def attention_inputs(self, layer, hidden, positions):
+        """(q [q_heads, n, d], k [kv_heads, n, d], v [kv_heads, n, d]) of `layer` at `positions`
+        from its input hidden states [n, hidden]; q and k after RoPE."""
+        b = self.blocks[layer]
+        n, d = hidden.shape[0], self.head_dim
+        x = rms_norm(hidden, b["attn_norm"], self.eps)
+        q = (x @ b["attn_q"].T).view(n, self.q_heads, d).transpose(0, 1)
+        k = (x @ b["attn_k"].T).view(n, self.kv_heads, d).transpose(0, 1)
+        v = (x @ b["attn_v"].T).view(n, self.kv_heads, d).transpose(0, 1).contiguous()
+        return self.rope(q, positions).contiguous(), self.rope(k, positions).contiguous(), v
+
+    def attention_output(self, layer, hidden, heads):
+        """The layer's output hidden states [n, hidden] from its input `hidden` and the attention
+        output of its query heads, `heads` [q_heads, n, d]."""
+        import torch
+
+        b = self.blocks[layer]
+        n = hidden.shape[0]
+        hidden = hidden + heads.transpose(0, 1).reshape(n, -1) @ b["attn_output"].T
+        x = rms_norm(hidden, b["ffn_norm"], self.eps)
+        mlp = (torch.nn.functional.silu(x @ b["ffn_gate"].T) * (x @ b["ffn_up"].T)) @ b["ffn_down"].T
+        return hidden + mlp
+
+    def logits(self, hidden):
+        """Next-token logits [n, vocab] of the last layer's hidden states."""
+        return rms_norm(hidden, self.output_norm, self.eps) @ self.output.T

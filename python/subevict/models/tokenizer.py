@@ -1,0 +1,90 @@
+"""The tokenizer a GGUF file carries: byte-level BPE (`gpt2`) built from its tokens and merges, or
+SentencePiece BPE (`llama`) through transformers' GGUF converter; and the token ids of a text."""
+
+from __future__ import annotations
+
+import hashlib
+
+from .errors import ModelError
+from .gguf_file import field
+
+# Regular expressions of the byte-level BPE pre-tokenizers, by tokenizer.ggml.pre. Each list is
+# applied in order (a split isolating each match), as llama.cpp's vocabulary code does.
+GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+BPE_PRE_TOKENIZERS = {
+    "default": [GPT2_REGEX],
+    "gpt2": [GPT2_REGEX],
+    "smollm": [r"\p{N}", GPT2_REGEX],
+    "llama-bpe": [LLAMA3_REGEX],
+}
+
+
+def load_tokenizer(reader):
+    """(tokenizers.Tokenizer of the file's vocabulary, add_bos, bos_id). add_bos follows
+    tokenizer.ggml.add_bos_token (llama.cpp adds BOS when the key is absent)."""
+    kind = field(reader, "tokenizer.ggml.model")
+    if kind == "gpt2":
+        tokenizer = _byte_level_bpe(reader)
+    elif kind == "llama":
+        tokenizer = _sentencepiece_bpe(reader)
+    else:
+        raise ModelError(f"{reader.data.filename}: unsupported tokenizer.ggml.model {kind!r} "
+                         "(expected gpt2 or llama)")
+    add_bos = bool(field(reader, "tokenizer.ggml.add_bos_token", True, required=False))
+    bos = field(reader, "tokenizer.ggml.bos_token_id", None, required=False)
+    if add_bos and bos is None:
+        raise ModelError(f"{reader.data.filename}: add_bos_token is set but bos_token_id is "
+                         "missing")
+    return tokenizer, add_bos, bos
+
+
+def _byte_level_bpe(reader):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    pre = field(reader, "tokenizer.ggml.pre", "default", required=False)
+    if pre not in BPE_PRE_TOKENIZERS:
+        raise ModelError(f"{reader.data.filename}: unsupported tokenizer.ggml.pre {pre!r} "
+                         f"(supported: {', '.join(sorted(BPE_PRE_TOKENIZERS))})")
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    merges = [tuple(m.split(" ", 1)) for m in field(reader, "tokenizer.ggml.merges")]
+    vocab = {token: i for i, token in enumerate(tokens)}
+    tokenizer = Tokenizer(models.BPE(vocab, merges, fuse_unk=False, byte_fallback=False))
+    splits = [pre_tokenizers.Split(Regex(r), behavior="isolated")
+              for r in BPE_PRE_TOKENIZERS[pre]]
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        splits + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def _sentencepiece_bpe(reader):
+    from transformers.integrations.ggml import convert_gguf_tokenizer
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    parsed = load_gguf_checkpoint(reader.data.filename, return_tensors=False)
+    tokenizer, _ = convert_gguf_tokenizer("llama", parsed["tokenizer"])
+    tokenizer.post_processor = None  # BOS is added by tokenize(), as the metadata says
+    return tokenizer
+
+
+def tokenize(reader, text, tokens):
+    """The first `tokens` token ids of `text` ([1, tokens] int64 torch tensor), BOS first when the
+    model adds one; ModelError when the text has fewer."""
+    import torch
+
+    tokenizer, add_bos, bos = load_tokenizer(reader)
+    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    if add_bos:
+        ids = [int(bos)] + ids
+    if len(ids) < tokens:
+        raise ModelError(f"the text has {len(ids)} tokens{' with BOS' if add_bos else ''}, "
+                         f"fewer than --tokens {tokens}")
+    return torch.tensor([ids[:tokens]], dtype=torch.int64)
+
+
+def token_ids_sha256(input_ids):
+    """SHA-256 of the token ids written as comma-separated decimals (e.g. '1,504,22')."""
+    text = ",".join(str(int(i)) for i in input_ids.reshape(-1).tolist())
+    return hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -1,0 +1,63 @@
+"""What the closed loop asks of the package (docs/closed_loop.md): budget sizes and policy specs
+resolved as simulate does, the optimum without policies, and a one-layer workload simulated as a
+layer of a larger model (model_layer). The closed loop itself needs torch and a real model: its
+tests are tests/closed_loop/ (run in the project's .venv)."""
+
+import numpy as np
+import pytest
+
+import subevict
+
+
+def test_budget_size_resolves_as_simulate():
+    assert subevict.budget_size(0.2, 100) == 20
+    assert subevict.budget_size(0.001, 100) == 1
+    assert subevict.budget_size(37, 100) == 37
+    assert subevict.budget_size(500, 100) == 100  # sizes are capped at n
+    for bad in (0, -0.5, 2.5, float("nan")):
+        with pytest.raises(subevict.InputError, match="budget"):
+            subevict.budget_size(bad, 100)
+
+
+def test_policy_specs_split_a_list_into_specs_that_parse_back_alone():
+    specs = subevict.policy_specs("h2o:heavy=0.25,tova,streamingllm:sinks=2,snapkv:window=4,kernel=3")
+    assert len(specs) == 4
+    assert specs[1] == "tova"
+    for spec in specs:
+        assert subevict.policy_specs(spec) == [spec]
+    with pytest.raises(subevict.InputError, match="bogus"):
+        subevict.policy_specs("h2o,bogus")
+
+
+def one_layer(w, layer):
+    """Layer `layer` of `w` as a workload of its own."""
+    return subevict.Workload(np.ascontiguousarray(w.q[layer:layer + 1]), np.ascontiguousarray(w.k[layer:layer + 1]),
+                             np.ascontiguousarray(w.v[layer:layer + 1]), score_scale=w.score_scale)
+
+
+def test_model_layer_makes_a_one_layer_workload_behave_as_that_layer():
+    w = subevict.generate("tiny-gqa", tokens=64, layers=3, seed=5)
+    single = one_layer(w, 2)
+    policies = "l2norm,random"
+    whole = subevict.simulate(w, policies, budget=12, layers=2, optimum="none", seed=9)
+    as_layer = subevict.simulate(single, policies, budget=12, layers=0, optimum="none", seed=9, model_layer=2)
+    as_zero = subevict.simulate(single, policies, budget=12, layers=0, optimum="none", seed=9)
+    for a, b, c in zip(whole, as_layer, as_zero):
+        for label in ("l2norm", "random"):
+            assert np.array_equal(a["policies"][label]["last_step"], b["policies"][label]["last_step"])
+        # Without model_layer it is layer 0: l2norm skips it, random draws another stream.
+        assert not c["policies"]["l2norm"]["compressed"] and a["policies"]["l2norm"]["compressed"]
+        assert not np.array_equal(a["policies"]["random"]["last_step"], c["policies"]["random"]["last_step"])
+    with pytest.raises(subevict.InputError, match="model_layer"):
+        subevict.simulate(w, "local", budget=12, layers=[0, 1], model_layer=1)
+
+
+def test_the_optimum_alone_needs_no_policy():
+    w = subevict.generate("tiny-gqa", tokens=48, layers=1, seed=2)
+    [cell] = subevict.simulate(w, [], budget=10, kv_heads=0)
+    assert cell["policies"] == {}
+    [reference] = subevict.simulate(w, "local", budget=10, kv_heads=0)
+    assert cell["optimum"]["total"] == reference["optimum"]["total"]
+    assert np.array_equal(cell["optimum"]["last_step"], reference["optimum"]["last_step"])
+    with pytest.raises(subevict.InputError, match="at least one policy"):
+        subevict.simulate(w, [], budget=10, optimum="none")

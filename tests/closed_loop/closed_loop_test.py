@@ -1,0 +1,345 @@
+"""Tests of the closed loop (subevict.closed_loop, scripts/closed_loop.py) on the real model,
+SmolLM2-135M-Instruct (scripts/setup_model), on the first TOKENS tokens of Debian's GPL-3 text.
+
+Run with the project's venv after scripts/python_package (scripts/test does):
+    .venv/bin/python -m pytest -q tests/closed_loop
+Nothing is skipped: without the model, torch or the package every test fails and says why.
+
+Each check is a function returning its failures, so that a test can show the same check failing on
+a deliberately broken closed loop (a mask that lets query i see one key outside its cache).
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import subevict
+from subevict import evicted_forward, models
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEXT = "/usr/share/common-licenses/GPL-3"
+TOKENS = 160
+BUDGET = 24
+# Per-token log-probabilities of two float32 forwards that sum in different orders (one position
+# at a time against all positions at once): measured differences are ~1e-5; 1e-3 is the bound.
+LOGPROB_TOL = 1e-3
+# h2o accumulated scores closer than this (relative) are a near-tie: float32 Q/K computed one row
+# at a time or as one matrix may order them either way.
+NEAR_TIE_RTOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def setup():
+    result = subprocess.run([os.path.join(ROOT, "scripts", "setup_model")], capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, f"scripts/setup_model failed:\n{result.stderr}"
+    path = result.stdout.strip().splitlines()[-1]
+    model = models.load(path)
+    with open(TEXT, encoding="utf-8") as stream:
+        ids = models.tokenize(model, stream.read(), TOKENS)[0]
+    return {"path": path, "model": model, "ids": ids}
+
+
+def broken_keep(last_step):
+    """The keep mask with one key too many per query: query i also sees the most recently evicted
+    key (or, where nothing was evicted yet, the next token), a key outside G_i."""
+    keep = models.keep_from_last_step(last_step).clone()
+    t = torch.as_tensor(last_step, dtype=torch.int64)
+    n = t.shape[-1]
+    for h in range(t.shape[0]):
+        for i in range(n):
+            evicted = [j for j in range(i) if t[h, j] + 1 < i]
+            extra = max(evicted, key=lambda j: int(t[h, j])) if evicted else min(i + 1, n - 1)
+            keep[h, i, extra] = True
+    return keep
+
+
+@pytest.fixture
+def broken_mask(monkeypatch):
+    monkeypatch.setattr(evicted_forward, "keep_from_last_step", broken_keep)
+
+
+# ------------------------------------------------------------------------------------------------
+# Check 1: a budget >= n is the full model, bit for bit.
+
+
+def full_budget_failures(setup):
+    n = TOKENS
+    result = subevict.closed_loop(setup["model"], setup["ids"], "h2o,streamingllm,opt", [n],
+                                  quiet=True)
+    failures = []
+    for run in result["runs"]:
+        if not np.array_equal(run.metrics["token_logprob"], result["full"]["token_logprob"]):
+            diff = np.abs(run.metrics["token_logprob"] - result["full"]["token_logprob"]).max()
+            failures.append(f"{run.label}: log-probabilities differ from the full model by {diff}")
+        if run.metrics["mean_kl"] != 0.0 or run.metrics["top1_agreement"] != 1.0:
+            failures.append(f"{run.label}: KL {run.metrics['mean_kl']}, top-1 "
+                            f"{run.metrics['top1_agreement']}")
+    return failures
+
+
+def test_budget_at_least_n_gives_the_full_model_exactly(setup):
+    assert full_budget_failures(setup) == []
+
+
+def test_full_budget_check_fails_on_a_broken_mask(setup, broken_mask):
+    assert full_budget_failures(setup)
+
+
+# ------------------------------------------------------------------------------------------------
+# Check 2: an independent token-by-token decode with a KV cache that drops entries.
+
+
+def decode(model, ids, policy, k, reference):
+    """Token-by-token decoding: one position at a time through every layer, each (layer, KV head)
+    holding a cache that drops one entry per step once it holds k (streamingllm: sinks 4, then the
+    oldest; h2o: heavy = k // 2, recent = k - heavy, the smallest accumulated attention outside the
+    recent window, ties to the lowest index). Returns (log-probabilities of each next token, the
+    eviction step of every token per (layer, KV head) [layers, kv_heads, n] (n: never), number of
+    near-ties). A near-tie follows `reference`'s schedule (the closed loop's last_step)."""
+    n, g = int(ids.shape[0]), model.q_heads // model.kv_heads
+    recent = k - k // 2
+    cache = [[[] for _ in range(model.kv_heads)] for _ in range(model.layers)]
+    keys = [[{} for _ in range(model.kv_heads)] for _ in range(model.layers)]
+    acc = [[{} for _ in range(model.kv_heads)] for _ in range(model.layers)]
+    evicted_at = np.full((model.layers, model.kv_heads, n), n, dtype=np.int64)
+    logprobs, near_ties = [], 0
+    with torch.no_grad():
+        for i in range(n):
+            hidden = model.embed(ids[i:i + 1])
+            for layer in range(model.layers):
+                q, kk, v = model.attention_inputs(layer, hidden, torch.tensor([i]))
+                out = torch.empty(model.q_heads, 1, model.head_dim)
+                for h in range(model.kv_heads):
+                    members = cache[layer][h]
+                    members.append(i)
+                    keys[layer][h][i] = (kk[h, 0], v[h, 0])
+                    K = torch.stack([keys[layer][h][j][0] for j in members])
+                    V = torch.stack([keys[layer][h][j][1] for j in members])
+                    rows = q[h * g:(h + 1) * g, 0]
+                    weights = torch.softmax(rows @ K.T * model.score_scale, dim=-1)
+                    out[h * g:(h + 1) * g, 0] = weights @ V
+                    tracked = torch.softmax(rows.double() @ K.double().T * model.score_scale,
+                                            dim=-1).sum(0)
+                    scores = acc[layer][h]
+                    for j, a in zip(members, tracked.tolist()):
+                        scores[j] = scores.get(j, 0.0) + a
+                    if len(members) <= k:
+                        continue
+                    if policy == "streamingllm":
+                        victim = min(j for j in members if j >= 4)
+                    else:
+                        candidates = sorted((scores[j], j) for j in members if j <= i - recent)
+                        victim = candidates[0][1]
+                        if (len(candidates) > 1 and candidates[1][0] - candidates[0][0]
+                                <= NEAR_TIE_RTOL * candidates[0][0]):
+                            near_ties += 1
+                            victim = next((j for _, j in candidates[:2]
+                                           if reference[layer][h][j] + 1 == i), victim)
+                    members.remove(victim)
+                    evicted_at[layer, h, victim] = i
+                hidden = model.attention_output(layer, hidden, out)
+            if i + 1 < n:
+                logp = torch.log_softmax(model.logits(hidden), dim=-1)[0]
+                logprobs.append(float(logp[ids[i + 1]]))
+    return np.array(logprobs), evicted_at, near_ties
+
+
+def decode_failures(setup, policy):
+    model, ids = setup["model"], setup["ids"]
+    result = subevict.closed_loop(model, ids, policy, [BUDGET], keep_schedules=True, quiet=True)
+    [run] = result["runs"]
+    schedule = [record.last_step for record in run.layers]
+    logprobs, evicted_at, near_ties = decode(model, ids, policy, BUDGET, schedule)
+    loop_evicted = np.stack(schedule) + 1
+    failures = []
+    mismatches = int((loop_evicted != evicted_at).sum())
+    if mismatches:
+        failures.append(f"{policy}: {mismatches} tokens evicted at other steps than in the loop")
+    diff = float(np.abs(logprobs - run.metrics["token_logprob"]).max())
+    if diff > LOGPROB_TOL:
+        failures.append(f"{policy}: log-probabilities differ by up to {diff:.3g}")
+    print(f"\n{policy}: max |log-prob diff| decode vs closed loop {diff:.3g}, near-ties {near_ties}",
+          file=sys.stderr)
+    evictions = int((evicted_at < TOKENS).sum())
+    if near_ties > 0.05 * evictions:
+        failures.append(f"{policy}: {near_ties} near-ties among {evictions} evictions")
+    return failures
+
+
+@pytest.mark.parametrize("policy", ["streamingllm", "h2o"])
+def test_token_by_token_decode_equals_the_closed_loop(setup, policy):
+    assert decode_failures(setup, policy) == []
+
+
+def test_decode_check_fails_on_a_broken_mask(setup, broken_mask):
+    assert decode_failures(setup, "streamingllm")
+
+
+# ------------------------------------------------------------------------------------------------
+# Check 3: the loop's decisions are simulate's on the closed-loop Q, K, V, exported and read back.
+
+
+def test_decisions_in_the_loop_equal_simulate_on_the_exported_closed_loop_qkv(setup, tmp_path):
+    policies = "h2o,l2norm,random,streamingllm,tova"
+    result = subevict.closed_loop(setup["model"], setup["ids"], policies, [BUDGET],
+                                  keep_schedules=True, keep_qkv=True, quiet=True)
+    for run in result["runs"]:
+        q, k, v = (np.stack([r.qkv[part] for r in run.layers]) for part in range(3))
+        path = str(tmp_path / "loop.safetensors")
+        subevict.write_workload(path, subevict.Workload(q, k, v,
+                                                        score_scale=setup["model"].score_scale))
+        workload = subevict.read_workload(path)
+        cells = subevict.simulate(workload, run.label, budget=BUDGET,
+                                  layers=list(range(setup["model"].layers)), optimum="none")
+        for cell in cells:
+            expected = cell["policies"][run.label]["last_step"]
+            got = run.layers[cell["layer"]].last_step[cell["kv_head"]]
+            assert np.array_equal(got, expected), (run.label, cell["layer"], cell["kv_head"])
+        # l2norm's skipped layers are full caches in the loop too.
+        if run.label == "l2norm":
+            assert [r.compressed for r in run.layers[:3]] == [False, False, True]
+
+
+# ------------------------------------------------------------------------------------------------
+# Check 4: the optimum's cache keeps at least every policy's mass on each layer's closed-loop Q, K.
+
+
+def mass_failures(run, opt_schedule):
+    """Layers and KV heads of a policy run where the policy's schedule keeps more mass than
+    `opt_schedule(record, h)` on that layer's closed-loop Q, K (gains recomputed here)."""
+    failures = []
+    for record in run.layers:
+        if not record.compressed:
+            continue
+        workload = subevict.Workload(*(x[None] for x in record.qkv))
+        for h in range(workload.kv_heads):
+            gains = subevict.gain_matrix(workload, 0, h)
+            policy = subevict.schedule_value(gains, record.last_step[h].tolist())
+            best = subevict.schedule_value(gains, opt_schedule(record, h, gains).tolist())
+            if policy > best * (1 + evicted_forward.MASS_ORDER_RTOL):
+                failures.append((run.label, record.layer, h, policy, best))
+    return failures
+
+
+def test_opt_keeps_at_least_every_policys_mass_on_every_layer(setup):
+    result = subevict.closed_loop(setup["model"], setup["ids"], "h2o,tova,snapkv,local,opt",
+                                  [BUDGET], keep_schedules=True, keep_qkv=True, quiet=True)
+
+    def optimum(record, h, gains):
+        return subevict.offline_optimum(gains, BUDGET)["last_step"]
+
+    for run in result["runs"]:
+        assert mass_failures(run, optimum) == [], run.label
+        assert run.summary(0.0)["mass_order_violations"] == 0, run.label
+    # opt's own mass is OPT on its layers, and its schedule is the one its cache used.
+    [opt] = [r for r in result["runs"] if r.kind == "opt"]
+    for record in opt.layers:
+        assert record.mass == record.opt
+
+
+def test_mass_check_fails_when_the_optimum_is_replaced_by_a_policy(setup):
+    result = subevict.closed_loop(setup["model"], setup["ids"], "h2o", [BUDGET],
+                                  keep_schedules=True, keep_qkv=True, quiet=True)
+
+    def local_schedule(record, h, gains):  # the last BUDGET tokens: not optimal
+        n = gains.shape[0]
+        return np.minimum(np.arange(n) + BUDGET - 1, n - 1)
+
+    assert mass_failures(result["runs"][0], local_schedule)
+
+
+# ------------------------------------------------------------------------------------------------
+# Any policy: Python policies and recorded decisions run in the loop.
+
+
+def test_recorded_decisions_of_h2o_reproduce_its_closed_loop_run(setup):
+    first = subevict.closed_loop(setup["model"], setup["ids"], "h2o", [BUDGET],
+                                 keep_schedules=True, quiet=True)["runs"][0]
+    steps = np.stack([r.last_step for r in first.layers]).astype(np.int64) + 1
+    replay = subevict.closed_loop(setup["model"], setup["ids"],
+                                  [subevict.Decisions(steps, "h2o")], [BUDGET], quiet=True)
+    run = replay["runs"][0]
+    assert run.label == "recorded:h2o"
+    assert np.array_equal(run.metrics["token_logprob"], first.metrics["token_logprob"])
+
+
+def test_recorded_decisions_that_do_not_fit_are_refused_before_model_work(setup):
+    steps = np.full((5, 3, TOKENS), TOKENS, dtype=np.int64)
+    with pytest.raises(subevict.InputError, match="decisions for layer 29, got 5 layers"):
+        subevict.closed_loop(setup["model"], setup["ids"], [subevict.Decisions(steps, "short")],
+                             [BUDGET], quiet=True)
+    with pytest.raises(subevict.InputError, match=f"a schedule of {TOKENS} tokens"):
+        subevict.closed_loop(setup["model"], setup["ids"],
+                             [subevict.Decisions(steps[:, :, :-1], "cut")], [BUDGET], quiet=True)
+
+
+def test_python_score_policy_runs_and_evicts(setup):
+    def low_key_norm(step, cache, q, K, V):  # keep the lowest key norms (l2norm's rule)
+        return -np.linalg.norm(K, axis=1)
+
+    result = subevict.closed_loop(setup["model"], setup["ids"],
+                                  [subevict.ScorePolicy(low_key_norm, name="knorm_py")],
+                                  [BUDGET], layers=[5, 6], quiet=True)
+    [run] = result["runs"]
+    assert [r.layer for r in run.layers] == [5, 6]
+    assert all(r.compressed for r in run.layers)
+    assert run.metrics["top1_agreement"] < 1.0  # eviction in two layers changes some predictions
+
+
+def test_tiny_budget_hurts_more_than_a_large_one(setup):
+    result = subevict.closed_loop(setup["model"], setup["ids"], "local", [8, 128], quiet=True)
+    small, large = result["runs"]
+    assert small.metrics["mean_kl"] > large.metrics["mean_kl"] > 0.0
+    assert small.metrics["perplexity"] > result["full"]["perplexity"]
+
+
+# ------------------------------------------------------------------------------------------------
+# The command: a report on a small run, and bad input.
+
+
+def run_script(*args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "closed_loop.py"), *args],
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_command_writes_results_report_and_figures(setup, tmp_path):
+    out = tmp_path / "report"
+    result = run_script("--gguf", setup["path"], "--text-file", TEXT, "--tokens", "96",
+                        "--policies", "h2o,local,opt,topk", "--budgets", "0.25,48", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    import json
+
+    data = json.loads((out / "results.json").read_text())
+    assert {r["policy"] for r in data["runs"]} == {"h2o", "local", "opt", "topk"}
+    assert sorted({r["budget_size"] for r in data["runs"]}) == [24, 48]
+    assert data["settings"]["gguf_sha256"] == models.file_sha256(setup["path"])
+    assert data["analysis"]["mass_order"]["outcome"] == "held"
+    for name in ("report.md", "perplexity.svg", "mass_vs_perplexity.png"):
+        assert (out / name).stat().st_size > 0
+    assert "closed loop:" in result.stderr  # progress
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--policies", "h2o,bogus"], "bogus"),
+    (["--budgets", "0"], "0"),
+    (["--budgets", "-0.5"], "-0.5"),
+    (["--tokens", "100000"], "fewer than --tokens 100000"),
+    (["--gguf", TEXT], "is not a GGUF file"),
+])
+def test_bad_input_exits_2_with_one_line(setup, tmp_path, args, message):
+    base = {"--gguf": setup["path"], "--text-file": TEXT, "--tokens": "64", "--budgets": "0.5",
+            "--policies": "local"}
+    for key, value in zip(args[::2], args[1::2]):
+        base[key] = value
+    out = tmp_path / "out"
+    result = run_script(*[x for kv in base.items() for x in kv], "-o", str(out))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("closed_loop: error: "), result.stderr
+    assert message in lines[0]
+    assert not (out / "results.json").exists()
