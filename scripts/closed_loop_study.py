@@ -45,12 +45,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "closed_loop_study"))
+    parser.add_argument("--texts", default=",".join(TEXTS),
+                        help=f"which texts to run (comma list of {', '.join(TEXTS)}); the summary "
+                             "reads every text whose report exists")
     parser.add_argument("--skip-layers", action="store_true", help="no one-layer-at-a-time part")
     args = parser.parse_args()
+    for name in args.texts.split(","):
+        if name not in TEXTS:
+            parser.error(f"--texts: unknown text {name!r} (expected {', '.join(TEXTS)})")
     os.makedirs(args.out, exist_ok=True)
     gguf = gguf_path()
     seconds = {}
-    for name, text in TEXTS.items():
+    for name in args.texts.split(","):
+        text = TEXTS[name]
         out = os.path.join(args.out, name)
         if os.path.exists(os.path.join(out, "results.json")):
             log(f"{out} is complete; reused")
@@ -103,6 +110,9 @@ def layer_study(gguf, args):
 def write_summary(out, seconds):
     lines = ["# Closed-loop study tables", ""]
     for name in TEXTS:
+        if not os.path.exists(os.path.join(out, name, "results.json")):
+            lines += [f"## {name}: not run", ""]
+            continue
         with open(os.path.join(out, name, "results.json")) as stream:
             data = json.load(stream)
         lines += [f"## {name}: {data['settings']['model']}, {data['settings']['tokens']} tokens, "

@@ -92,15 +92,15 @@ def capture_qkv(model, ids, layers):
         if layer in index:
             for part, x in zip("qkv", (q, k, v)):
                 tensors[f"layers.{index[layer]}.{part}"] = x.clone()
-        return models.attend(q, k, v, model.score_scale, models.causal_keep(q.shape[1], k.shape[0]))
+        return models.attend(q, k, v, model.score_scale,
+                             models.causal_keep(q.shape[1], k.shape[0], model.windows[layer]))
 
     models.forward(model, ids, capture)
     return {f"layers.{i}.{part}": tensors[f"layers.{i}.{part}"]
             for i in range(len(layers)) for part in "qkv"}
 
 
-def export(gguf_path, text, tokens, layers, output, if_changed=False, undo_permutation=True,
-           log=None):
+def export(gguf_path, text, tokens, layers, output, if_changed=False, log=None):
     """Exports `tokens` tokens of `text` through the GGUF model to `output`; returns
     (tensors, metadata), tensors None when if_changed found `output` current (its metadata,
     score_scale aside, equals this export's: the scale follows from the model file)."""
@@ -117,7 +117,13 @@ def export(gguf_path, text, tokens, layers, output, if_changed=False, undo_permu
             log(f"{output} is current (same provenance); not rewritten")
             return None, existing
     log(f"dequantizing {len(reader.tensors)} tensors of {os.path.basename(gguf_path)}")
-    model = models.load(gguf_path, undo_permutation=undo_permutation)
+    windows = config.get("layer_windows") or [None] * config["num_hidden_layers"]
+    windowed = [layer for layer in selected if windows[layer] is not None]
+    if windowed:
+        raise ExportError(f"{gguf_path}: layers {','.join(map(str, windowed))} attend over a "
+                          "sliding window, which the workload format does not record yet (export "
+                          "the global layers with --layers)")
+    model = models.load(gguf_path)
     metadata["score_scale"] = repr(model.score_scale)
     log(f"running {tokens} tokens through {model.layers} layers")
     tensors = capture_qkv(model, input_ids[0], selected)

@@ -205,7 +205,6 @@ def run_cache(model, ids, cache, budget, evict_layers, seed=0, horizon=16, keep_
 
     n = int(ids.shape[0])
     positions = torch.arange(n)
-    full = causal_keep(n, model.kv_heads)
     records = []
     start = min(evict_layers, default=model.layers) if full_inputs else 0
     with torch.no_grad():
@@ -214,7 +213,7 @@ def run_cache(model, ids, cache, budget, evict_layers, seed=0, horizon=16, keep_
             if full_inputs is not None and not evict_layers:
                 full_inputs.append(hidden)
             q, k, v = model.attention_inputs(layer, hidden, positions)
-            keep = full
+            keep = causal_keep(n, model.kv_heads, model.windows[layer])
             if layer in evict_layers:
                 keep, record = layer_cache(cache, q, k, v, model.score_scale, layer, budget, seed,
                                            horizon)
@@ -269,7 +268,9 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     model: a subevict.models model (or a GGUF path); ids: int64 token ids [n] (or [1, n]);
     policies: as caches_of (built-ins with parameters, "opt", "topk", Python policies,
     subevict.Decisions); budgets: ratios in (0, 1) or integer sizes, as simulate; layers: the layers
-    that evict (default all; the others keep the full cache). Returns {"tokens", "full":
+    that evict (default every global layer; the others keep the full cache; a sliding-window
+    layer, which keeps its window, is refused: the simulator and the optimum assume causal
+    attention over every earlier key). Returns {"tokens", "full":
     {"perplexity", "nll", "token_logprob"}, "runs": [Run]} (Run.summary(full nll) is the JSON
     form). Progress (one unit per layer of a run) goes to stderr unless quiet."""
     import time
@@ -289,11 +290,17 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     if not budget_list:
         raise _subevict.InputError("closed_loop: budgets: at least one budget")
     sizes = [_subevict.budget_size(float(b), n, "closed_loop") for b in budget_list]
-    evict_layers = set(range(model.layers)) if layers is None else set(layers)
+    global_layers = [layer for layer in range(model.layers) if model.windows[layer] is None]
+    evict_layers = set(global_layers) if layers is None else set(layers)
     for layer in evict_layers:
         if not 0 <= layer < model.layers:
             raise _subevict.InputError(f"closed_loop: layers: indices in [0, {model.layers}), got "
                                        f"{layer}")
+        if model.windows[layer] is not None:
+            raise _subevict.InputError(
+                f"closed_loop: layers: layer {layer} is a sliding-window layer ("
+                f"{model.windows[layer]} keys), and eviction runs on global layers only "
+                f"({','.join(map(str, global_layers))})")
     check_decisions(caches, n, evict_layers)
     first = min(evict_layers, default=model.layers)
     progress = Progress("closed loop", model.layers + len(caches) * len(sizes) * (model.layers - first),

@@ -19,9 +19,8 @@ TENSOR_NAMES = {
 }
 
 
-def build_model(models, reader, undo_permutation=True):
-    """(LlamaForCausalLM in eval mode with the file's weights, config dict of models.config_of).
-    undo_permutation=False keeps llama.cpp's interleaved q/k rows (a broken model)."""
+def build_model(models, reader):
+    """(LlamaForCausalLM in eval mode with the file's weights, config dict of models.config_of)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from importlib import import_module
@@ -40,7 +39,7 @@ def build_model(models, reader, undo_permutation=True):
                 continue  # output.weight: tied to token_embd.weight
             weight = gguf_file.dequantize(tensors[name])
             kind = name.split(".")[-2]
-            if undo_permutation and kind in heads:
+            if kind in heads:
                 weight = llama.unpermute_qk(weight, heads[kind])
             weights[hf_name.format(i=i)] = weight
     if config["tie_word_embeddings"]:

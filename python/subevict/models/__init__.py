@@ -7,19 +7,21 @@ scripts/export_gguf.py and subevict.closed_loop share. Needs torch, numpy, gguf 
     ids = models.tokenize(model, text, 512)[0]
     logits = models.forward(model, ids)
 
-One module per architecture family; `load` picks it by general.architecture.
+One module per architecture family (llama.py: `llama`; gemma3.py: `gemma3`); `load` picks it by
+general.architecture. A model has `windows`: per layer None (every earlier key) or the size of its
+sliding window.
 """
 
 from __future__ import annotations
 
-from . import llama
+from . import gemma3, llama
 from .attention import attend, causal_keep, keep_from_last_step, keep_from_sets
 from .errors import ModelError
 from .gguf_file import field, file_sha256, open_gguf
 from .tokenizer import token_ids_sha256
 from .tokenizer import tokenize as _tokenize
 
-FAMILIES = {llama.ARCHITECTURE: llama}  # each module: ARCHITECTURE, config_of(reader), Model
+FAMILIES = {llama.ARCHITECTURE: llama, gemma3.ARCHITECTURE: gemma3}  # each module: ARCHITECTURE, config_of(reader), Model
 SUPPORTED_ARCHITECTURES = tuple(FAMILIES)
 
 __all__ = ["ModelError", "SUPPORTED_ARCHITECTURES", "attend", "causal_keep", "config_of",
@@ -59,18 +61,19 @@ def tokenize(model_or_reader, text, tokens):
 
 
 def forward(model, ids, attention=None):
-    """Next-token logits [n, vocab] of token ids (int64 [n]) with the full causal cache, or with
-    `attention(layer, q, k, v) -> heads` deciding each layer's attention output."""
+    """Next-token logits [n, vocab] of token ids (int64 [n]) with the full cache of every layer
+    (causal, within the window of a sliding-window layer), or with `attention(layer, q, k, v) ->
+    heads` deciding each layer's attention output."""
     import torch
 
     n = int(ids.shape[0])
     positions = torch.arange(n)
-    keep = causal_keep(n, model.kv_heads)
     with torch.no_grad():
         hidden = model.embed(ids)
         for layer in range(model.layers):
             q, k, v = model.attention_inputs(layer, hidden, positions)
-            heads = (attend(q, k, v, model.score_scale, keep) if attention is None
-                     else attention(layer, q, k, v))
+            heads = (attend(q, k, v, model.score_scale, causal_keep(n, model.kv_heads,
+                                                                     model.windows[layer]))
+                     if attention is None else attention(layer, q, k, v))
             hidden = model.attention_output(layer, hidden, heads)
         return model.logits(hidden)

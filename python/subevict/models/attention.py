@@ -8,11 +8,14 @@ a schedule that keeps every token reproduces the full model bit for bit."""
 from __future__ import annotations
 
 
-def causal_keep(tokens, kv_heads):
-    """The full cache: keep[h, i, j] = j <= i (bool [kv_heads, tokens, tokens])."""
+def causal_keep(tokens, kv_heads, window=None):
+    """The full cache: keep[h, i, j] = j <= i, and i - j < window on a sliding-window layer (bool
+    [kv_heads, tokens, tokens])."""
     import torch
 
     keep = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    if window is not None:
+        keep = keep.triu(1 - window)
     return keep.expand(kv_heads, tokens, tokens)
 
 

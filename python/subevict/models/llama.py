@@ -105,6 +105,7 @@ class Model:
         self.head_dim = c["head_dim"]
         self.score_scale = 1.0 / math.sqrt(self.head_dim)
         self.eps = c["rms_norm_eps"]
+        self.windows = [None] * self.layers  # every layer attends to all earlier keys
         tensors = tensor_index(reader)
         known = {"token_embd.weight", "output_norm.weight", "output.weight"}
         known |= {f"blk.{i}.{part}.weight" for i in range(self.layers) for part in _BLOCK_TENSORS}

@@ -1,5 +1,6 @@
 """The tokenizer a GGUF file carries: byte-level BPE (`gpt2`) built from its tokens and merges, or
-SentencePiece BPE (`llama`) through transformers' GGUF converter; and the token ids of a text."""
+SentencePiece (`llama`) from its tokens and scores, as llama.cpp tokenizes; and the token ids of a
+text."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ BPE_PRE_TOKENIZERS = {
 
 
 def load_tokenizer(reader):
-    """(tokenizers.Tokenizer of the file's vocabulary, add_bos, bos_id). add_bos follows
-    tokenizer.ggml.add_bos_token (llama.cpp adds BOS when the key is absent)."""
+    """(tokenizer of the file's vocabulary with encode_ids(text) -> [id], add_bos, bos_id). add_bos
+    follows tokenizer.ggml.add_bos_token (llama.cpp adds BOS when the key is absent)."""
     kind = field(reader, "tokenizer.ggml.model")
     if kind == "gpt2":
         tokenizer = _byte_level_bpe(reader)
     elif kind == "llama":
-        tokenizer = _sentencepiece_bpe(reader)
+        tokenizer = _sentencepiece(reader)
     else:
         raise ModelError(f"{reader.data.filename}: unsupported tokenizer.ggml.model {kind!r} "
                          "(expected gpt2 or llama)")
@@ -56,17 +57,72 @@ def _byte_level_bpe(reader):
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         splits + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.encode_ids = lambda text: tokenizer.encode(text, add_special_tokens=False).ids
     return tokenizer
 
 
-def _sentencepiece_bpe(reader):
-    from transformers.integrations.ggml import convert_gguf_tokenizer
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+class SentencePiece:
+    """llama.cpp's SentencePiece tokenizer (`llama` vocabularies): spaces become U+2581 (one more
+    in front when add_space_prefix), the text starts as single characters, and the adjacent pair
+    whose concatenation is a token with the highest score is merged until none is (ties: the
+    leftmost pair); a character that is no token is written as its UTF-8 bytes' <0xXX> tokens."""
 
-    parsed = load_gguf_checkpoint(reader.data.filename, return_tensors=False)
-    tokenizer, _ = convert_gguf_tokenizer("llama", parsed["tokenizer"])
-    tokenizer.post_processor = None  # BOS is added by tokenize(), as the metadata says
-    return tokenizer
+    def __init__(self, tokens, scores, add_space_prefix):
+        self.vocab = {token: i for i, token in enumerate(tokens)}
+        self.scores = scores
+        self.add_space_prefix = add_space_prefix
+
+    def encode_ids(self, text):
+        import heapq
+
+        text = text.replace(" ", "\u2581")
+        if self.add_space_prefix:
+            text = "\u2581" + text
+        symbols = list(text)
+        nxt = list(range(1, len(symbols) + 1))
+        prv = list(range(-1, len(symbols) - 1))
+        heap = []
+
+        def push(left):
+            right = nxt[left]
+            if left < 0 or right >= len(symbols):
+                return
+            token = self.vocab.get(symbols[left] + symbols[right])
+            if token is not None:
+                heapq.heappush(heap, (-self.scores[token], left, symbols[left], symbols[right]))
+
+        for i in range(len(symbols) - 1):
+            push(i)
+        while heap:
+            _, left, a, b = heapq.heappop(heap)
+            right = nxt[left]
+            if symbols[left] != a or right >= len(symbols) or symbols[right] != b:
+                continue  # stale: one side was merged since
+            symbols[left] = a + b
+            symbols[right] = None
+            nxt[left] = nxt[right]
+            if nxt[left] < len(symbols):
+                prv[nxt[left]] = left
+            if prv[left] >= 0:
+                push(prv[left])
+            push(left)
+        ids = []
+        i = 0
+        while i < len(symbols):
+            token = self.vocab.get(symbols[i])
+            if token is not None:
+                ids.append(token)
+            else:
+                ids += [self.vocab[f"<0x{byte:02X}>"] for byte in symbols[i].encode("utf-8")]
+            i = nxt[i]
+        return ids
+
+
+def _sentencepiece(reader):
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    scores = field(reader, "tokenizer.ggml.scores")
+    add_space_prefix = bool(field(reader, "tokenizer.ggml.add_space_prefix", True, required=False))
+    return SentencePiece(tokens, scores, add_space_prefix)
 
 
 def tokenize(reader, text, tokens):
@@ -75,7 +131,7 @@ def tokenize(reader, text, tokens):
     import torch
 
     tokenizer, add_bos, bos = load_tokenizer(reader)
-    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    ids = tokenizer.encode_ids(text)
     if add_bos:
         ids = [int(bos)] + ids
     if len(ids) < tokens:
