@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from .errors import ModelError
-from .gguf_file import dequantize, field, tensor_index
+from .gguf_file import field, tensor_index, tensor_loader
 from .llama import rms_norm, rotate_half
 
 ARCHITECTURE = "gemma3"
@@ -94,18 +94,9 @@ class Model:
         self.eps = c["rms_norm_eps"]
         self.qk_norm = True
         self.windows = list(c["layer_windows"])
-        tensors = tensor_index(reader)
         known = {"token_embd.weight", "output_norm.weight"}
         known |= {f"blk.{i}.{part}.weight" for i in range(self.layers) for part in _BLOCK_TENSORS}
-        unknown = sorted(set(tensors) - known)
-        if unknown:
-            raise ModelError(f"{reader.data.filename}: unsupported tensors "
-                             f"{', '.join(unknown[:3])} (not part of a Gemma 3 model)")
-
-        def weight(name):
-            if name not in tensors:
-                raise ModelError(f"{reader.data.filename}: tensor {name} is missing")
-            return dequantize(tensors[name])
+        weight = tensor_loader(reader, known, "Gemma 3")
 
         self.embedding = weight("token_embd.weight")
         self.output_norm = weight("output_norm.weight")

@@ -70,3 +70,21 @@ def file_sha256(path):
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def tensor_loader(reader, known, family):
+    """A function name -> float32 torch tensor of the file's tensor `name` (ModelError naming it
+    when missing), after checking that the file holds no tensor outside the set `known` (ModelError
+    naming up to three, as not part of a `family` model)."""
+    tensors = tensor_index(reader)
+    unknown = sorted(set(tensors) - set(known))
+    if unknown:
+        raise ModelError(f"{reader.data.filename}: unsupported tensors {', '.join(unknown[:3])} "
+                         f"(not part of a {family} model)")
+
+    def weight(name):
+        if name not in tensors:
+            raise ModelError(f"{reader.data.filename}: tensor {name} is missing")
+        return dequantize(tensors[name])
+
+    return weight

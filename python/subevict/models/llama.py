@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from .errors import ModelError
-from .gguf_file import dequantize, field, tensor_index
+from .gguf_file import field, tensor_index, tensor_loader
 
 ARCHITECTURE = "llama"
 
@@ -106,18 +106,9 @@ class Model:
         self.score_scale = 1.0 / math.sqrt(self.head_dim)
         self.eps = c["rms_norm_eps"]
         self.windows = [None] * self.layers  # every layer attends to all earlier keys
-        tensors = tensor_index(reader)
         known = {"token_embd.weight", "output_norm.weight", "output.weight"}
         known |= {f"blk.{i}.{part}.weight" for i in range(self.layers) for part in _BLOCK_TENSORS}
-        unknown = sorted(set(tensors) - known)
-        if unknown:
-            raise ModelError(f"{reader.data.filename}: unsupported tensors "
-                             f"{', '.join(unknown[:3])} (not part of a LLaMA model)")
-
-        def weight(name):
-            if name not in tensors:
-                raise ModelError(f"{reader.data.filename}: tensor {name} is missing")
-            return dequantize(tensors[name])
+        weight = tensor_loader(reader, known, "LLaMA")
 
         self.embedding = weight("token_embd.weight")
         self.output_norm = weight("output_norm.weight")
