@@ -12,6 +12,11 @@ import shutil
 import subprocess
 
 
+COLOURS = ("#000000", "#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628",
+           "#f781bf", "#999999", "#66c2a5", "#bcbd22", "#17becf")
+POINT_TYPES = (7, 5, 9, 11, 13, 1, 2, 3, 4, 6, 8, 10)
+
+
 def spearman(points):
     """{"rho", "p_value", "points"} of Spearman's correlation over (x, y) points, or None for fewer
     than 3 points or a constant coordinate."""
@@ -130,14 +135,18 @@ def figures(results, out):
         data += ["", ""]
     _write_atomic(os.path.join(out, "closed_loop.dat"), "\n".join(data) + "\n")
     full = results["full"]["perplexity"]
-    ppl = ", ".join(f"'closed_loop.dat' index {i} using 1:2 with linespoints lw 2 title '{label}'"
-                    for i, label in enumerate(labels))
-    mass = ", ".join(f"'closed_loop.dat' index {i} using 3:4 with points pt 7 ps 1.2 "
+
+    def style(i):  # a distinct colour and point type per cache, however many there are
+        return f"lc rgb '{COLOURS[i % len(COLOURS)]}' pt {POINT_TYPES[i % len(POINT_TYPES)]}"
+
+    ppl = ", ".join(f"'closed_loop.dat' index {i} using 1:2 with linespoints lw 2 {style(i)} "
+                    f"title '{label}'" for i, label in enumerate(labels))
+    mass = ", ".join(f"'closed_loop.dat' index {i} using 3:4 with points ps 1.4 {style(i)} "
                      f"title '{label}'" for i, label in enumerate(labels))
     for name, body in (
             ("perplexity", "set title 'perplexity against the cache budget' noenhanced\n"
                            "set xlabel 'budget k (tokens)'\nset ylabel 'perplexity'\n"
-                           "set logscale xy\n"
+                           "set logscale xy\nset autoscale xfix\nset offsets graph 0.04, graph 0.04\n"
                            f"plot {ppl}, {full} with lines dt 2 lc rgb 'black' title 'full cache'\n"),
             ("mass_vs_perplexity", "set title 'Δ log-perplexity against mean retained mass / OPT' "
                                    "noenhanced\nset xlabel 'mean over compressed layers of mass / OPT'"
