@@ -80,26 +80,33 @@ def layer_study(gguf, args):
         log(f"{path} is complete; reused")
         return
     import subevict
-    from subevict import models
+    from subevict import evicted_forward, models
 
     model = models.load(gguf)
     with open(TEXTS["gpl3"], encoding="utf-8") as stream:
         ids = models.tokenize(model, stream.read(), args.tokens)[0]
+    n = int(ids.shape[0])
+    k = subevict.budget_size(LAYER_BUDGET, n)
+    caches = evicted_forward.caches_of(LAYER_POLICIES)
+    # One full-cache forward; each run starts from its hidden states at the evicting layer.
+    full_inputs = []
+    full_logp, _ = evicted_forward.run_cache(model, ids, evicted_forward.Cache("full", "full"), n,
+                                             set(), full_inputs=full_inputs)
+    full = evicted_forward.next_token_metrics(full_logp, full_logp, ids)
     rows = []
     start = time.monotonic()
-    for layer in range(model.layers):
-        result = subevict.closed_loop(model, ids, LAYER_POLICIES, [LAYER_BUDGET], layers=[layer],
-                                      quiet=True)
-        full = result["full"]["nll"]
-        for run in result["runs"]:
-            rows.append({"layer": layer, "policy": run.label,
-                         "delta_log_perplexity": run.metrics["nll"] - full,
-                         "mean_kl": run.metrics["mean_kl"],
-                         "ratio_to_opt": run.layers[0].ratio_to_opt()})
-        done = layer + 1
+    layers = [layer for layer in range(model.layers) if model.windows[layer] is None]
+    for done, layer in enumerate(layers, 1):
+        for cache in caches:
+            logp, [record] = evicted_forward.run_cache(model, ids, cache, k, {layer},
+                                                       full_inputs=full_inputs)
+            metrics = evicted_forward.next_token_metrics(full_logp, logp, ids)
+            rows.append({"layer": layer, "policy": cache.label,
+                         "delta_log_perplexity": metrics["nll"] - full["nll"],
+                         "mean_kl": metrics["mean_kl"], "ratio_to_opt": record.ratio_to_opt()})
         elapsed = time.monotonic() - start
-        log(f"one layer at a time: {done}/{model.layers} layers, {elapsed:.0f} s elapsed, ETA "
-            f"{elapsed / done * (model.layers - done):.0f} s")
+        log(f"one layer at a time: {done}/{len(layers)} layers, {elapsed:.0f} s elapsed, ETA "
+            f"{elapsed / done * (len(layers) - done):.0f} s")
     tmp = path + ".tmp"
     with open(tmp, "w") as stream:
         json.dump({"policies": LAYER_POLICIES, "budget": LAYER_BUDGET, "tokens": args.tokens,
