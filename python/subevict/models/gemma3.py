@@ -16,7 +16,7 @@ import math
 
 from .errors import ModelError
 from .gguf_file import field, tensor_index, tensor_loader
-from .llama import rms_norm, rotate_half
+from .llama import rms_norm, rotate_half, set_shape
 
 ARCHITECTURE = "gemma3"
 
@@ -84,14 +84,7 @@ class Model:
     def __init__(self, reader):
         import torch
 
-        self.config = config_of(reader)
-        c = self.config
-        self.layers = c["num_hidden_layers"]
-        self.q_heads = c["num_attention_heads"]
-        self.kv_heads = c["num_key_value_heads"]
-        self.head_dim = c["head_dim"]
-        self.score_scale = 1.0 / math.sqrt(self.head_dim)
-        self.eps = c["rms_norm_eps"]
+        c = set_shape(self, config_of(reader))
         self.qk_norm = True
         self.windows = list(c["layer_windows"])
         known = {"token_embd.weight", "output_norm.weight"}

@@ -90,6 +90,19 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def set_shape(model, config):
+    """Sets a model's config and the shape attributes every family has (layers, q_heads, kv_heads,
+    head_dim, score_scale = 1/sqrt(head_dim), eps); returns the config."""
+    model.config = config
+    model.layers = config["num_hidden_layers"]
+    model.q_heads = config["num_attention_heads"]
+    model.kv_heads = config["num_key_value_heads"]
+    model.head_dim = config["head_dim"]
+    model.score_scale = 1.0 / math.sqrt(model.head_dim)
+    model.eps = config["rms_norm_eps"]
+    return config
+
+
 class Model:
     """A LLaMA-family GGUF model in float32, in pieces: embed, attention_inputs (q, k, v of a
     layer after RoPE), attention_output (the rest of the layer given the attention's output),
@@ -97,14 +110,7 @@ class Model:
     whole-sequence pass run the same arithmetic per position."""
 
     def __init__(self, reader, undo_permutation=True):
-        self.config = config_of(reader)
-        c = self.config
-        self.layers = c["num_hidden_layers"]
-        self.q_heads = c["num_attention_heads"]
-        self.kv_heads = c["num_key_value_heads"]
-        self.head_dim = c["head_dim"]
-        self.score_scale = 1.0 / math.sqrt(self.head_dim)
-        self.eps = c["rms_norm_eps"]
+        c = set_shape(self, config_of(reader))
         self.windows = [None] * self.layers  # every layer attends to all earlier keys
         known = {"token_embd.weight", "output_norm.weight", "output.weight"}
         known |= {f"blk.{i}.{part}.weight" for i in range(self.layers) for part in _BLOCK_TENSORS}
