@@ -13,7 +13,8 @@ namespace subevict::cli {
 /// on stderr, saying which figures are missing), then moves each file into `dir` (created if
 /// missing) with an atomic rename: a failure leaves `dir` as it was, and every file in it is
 /// either the old or the new version. Throws InputError naming `dir` when the temporary directory
-/// cannot be created.
-void publish_directory(const std::string& dir, const std::map<std::string, std::string>& files, bool draw);
+/// cannot be created. Returns what now exists, for the command's "wrote" line: "DIR/{a.csv,b.json,
+/// FIG.{dat,gp,svg,png}}", each figure with .svg and .png only when they were drawn.
+std::string publish_directory(const std::string& dir, const std::map<std::string, std::string>& files, bool draw);
 
 }  // namespace subevict::cli

@@ -73,7 +73,7 @@ struct SimulateArgs {
   int budget_curve = 0;  // > 0: OPT(k) for every k = 1..K per head
   std::uint64_t seed = 0;
   int horizon = 16;
-  int threads = 1;
+  int threads = 0;
   std::string output;
   std::string json;
   bool no_plots = false;
@@ -160,11 +160,6 @@ void check_stored_gains_limit(const SimulateArgs& args, greedy::OptimumMode opti
     throw InputError("simulate", "--budget-curve", "at most " + limit + " tokens (the curve prices the stored gains)",
                      got);
   }
-  if (args.schedules && optimum != greedy::OptimumMode::kNone) {
-    throw InputError("simulate", "--schedules",
-                     "at most " + limit + " tokens with an optimum (the overlap with its cache reads the dense gain matrix)",
-                     got);
-  }
 }
 
 /// Runs the selected heads on `threads` workers, one head at a time per worker, every budget of a
@@ -215,7 +210,6 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
         }
         std::vector<greedy::HeadEvaluation> evaluations =
             greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, head_options);
-        Eigen::MatrixXd gains;  // W of the head, built once when --schedules compares with the optimum
         for (std::size_t b = 0; b < budgets.size(); ++b) {
           Cell& cell = cells[h * budgets.size() + b];
           cell.budget_value = budgets[b];
@@ -244,9 +238,9 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
             }
           }
           if (args.schedules && cell.has_optimum) {
-            if (gains.size() == 0) gains = greedy::gain_matrix(greedy::head_group(w, layer, kv));
-            for (const Trace& t : cell.traces) {
-              cell.overlaps.push_back(greedy::schedule_overlap(gains, t.last_step(), cell.optimum.last_step));
+            const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
+            for (const Trace& t : cell.traces) {  // streamed gains: no dense n x n matrix at any length
+              cell.overlaps.push_back(greedy::schedule_overlap(group, t.last_step(), cell.optimum.last_step));
             }
           }
         }
@@ -431,7 +425,6 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
                                 {"budget", main_budget}};
   }
   Outputs out;
-  const double tol = 1e-9;
   std::ostringstream summary, steps, overlap, head_times;
   head_times << "layer,kv_head,tokens,budgets,seconds,optimum_seconds\n";
   summary << "layer,kv_head,budget,budget_size,policy,oracle_policy,total_retained_mass,"
@@ -457,6 +450,7 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
   Aggregate aggregate;
   std::map<std::pair<std::string, double>, int> uncompressed;  // heads a policy did not compress
   for (const Cell& c : cells) {
+    const double tol = greedy::mass_order_slack(c.float_gains);  // the order's slack at this head's precision
     const double g = c.heads, n = c.tokens;
     const double opt = c.has_optimum ? c.optimum.value / g : NAN;
     const double orc = c.has_oracle ? c.oracle.total / g : NAN;
@@ -688,17 +682,24 @@ void run_simulate(const SimulateArgs& args) {
 
   Workload w;
   std::vector<int> layers;
-  if (!args.workload.empty()) {
-    ReadOptions read_options;
-    read_options.allow_nonfinite = args.allow_nonfinite;
-    w = read_workload(args.workload, read_options);
-    layers = parse_index_set(args.layers, w.shape().layers, {"simulate", "--layers", "layers"});
-  } else {
-    // The layer set is read against the preset's layers; the layers up to the last one are generated
-    // (a generated layer does not depend on how many follow it).
-    const WorkloadSpec model = spec_from_preset(args.preset, args.tokens, 0, args.seed);
-    layers = parse_index_set(args.layers, model.shape.layers, {"simulate", "--layers", "layers"});
-    w = kernels::generate_workload(spec_from_preset(args.preset, args.tokens, layers.back() + 1, args.seed), backend);
+  {
+    // No line for a quick one: only the heartbeat (every 30 s) shows that a long read or generation
+    // (minutes at 128k tokens) is alive.
+    Progress loading("simulate: " + std::string(args.workload.empty() ? "generating" : "reading") + " the workload",
+                     1, "workload", args.quiet);
+    if (!args.workload.empty()) {
+      ReadOptions read_options;
+      read_options.allow_nonfinite = args.allow_nonfinite;
+      w = read_workload(args.workload, read_options);
+      layers = parse_index_set(args.layers, w.shape().layers, {"simulate", "--layers", "layers"});
+    } else {
+      // The layer set is read against the preset's layers; the layers up to the last one are
+      // generated (a generated layer does not depend on how many follow it).
+      const WorkloadSpec model = spec_from_preset(args.preset, args.tokens, 0, args.seed);
+      layers = parse_index_set(args.layers, model.shape.layers, {"simulate", "--layers", "layers"});
+      w = kernels::generate_workload(spec_from_preset(args.preset, args.tokens, layers.back() + 1, args.seed),
+                                     backend);
+    }
   }
   const Shape& shape = w.shape();
   if (!args.workload.empty() && args.tokens != 0 && args.tokens != shape.tokens) {
@@ -746,7 +747,7 @@ void run_simulate(const SimulateArgs& args) {
   const Outputs outputs = build_outputs(cells, curves, specs, budgets, main_budget, w, layers, kv, args);
   std::map<std::string, std::string> files = outputs.files;
   files["results.json"] = outputs.doc.dump(2) + "\n";
-  publish_directory(args.output, files, !args.no_plots);
+  const std::string written = publish_directory(args.output, files, !args.no_plots);
   if (!args.json.empty()) write_json(args.json, outputs.doc);
 
   // The headline table: aggregated mean retained mass per policy at the main budget.
@@ -781,10 +782,7 @@ void run_simulate(const SimulateArgs& args) {
   std::cout << "policy <= OPT_irreversible <= sum U_i <= n: "
             << (outputs.doc["decomposition_holds"].get<bool>() ? "holds on every head" : "VIOLATED")
             << (args.optimum == "flow" ? "" : " (checked for the parts computed)") << "\n"
-            << "wrote " << args.output << "/{summary.csv,steps.csv,heads.csv,results.json"
-            << (args.budget_curve > 0 ? ",budget_curve.csv" : "")
-            << (args.schedules ? std::string(args.optimum == "flow" ? ",overlap.csv" : "") + ",schedule_*.npy" : "")
-            << (args.no_plots ? "" : ",plots") << "}\n";
+            << "wrote " << written << "\n";
   // Say which recorded schedules were evaluated in converted form (--decisions-to-process).
   std::map<std::string, std::pair<int, int>> converted;  // label -> (heads, tokens changed)
   for (const Cell& c : cells) {

@@ -283,10 +283,8 @@ void run_report(const SweepArgs& args) {
   (void)gather(store, dir, "rank-", false);
   const std::vector<sweep::ResultRow> rows = store.rows();
   if (rows.empty()) throw InputError(main_store.string(), "results", "at least one finished job");
-  publish_directory(args.report_dir, sweep::build_report(rows), !args.no_plots);
-  std::cout << "sweep report: " << rows.size() << " jobs; wrote " << args.report_dir
-            << "/{sweep.csv,summary.md" << (args.no_plots ? "" : ",retained_vs_budget.{svg,png},gap_to_optimum.{svg,png}")
-            << "}\n";
+  const std::string written = publish_directory(args.report_dir, sweep::build_report(rows), !args.no_plots);
+  std::cout << "sweep report: " << rows.size() << " jobs; wrote " << written << "\n";
 }
 
 }  // namespace

@@ -6,13 +6,38 @@
 #include <string>
 
 #include "core/attention.hpp"
+#include "core/input_error.hpp"
+#include "core/number_text.hpp"
 #include "core/metrics.hpp"
 #include "core/parallel_units.hpp"
 #include "core/statistics.hpp"
 
 namespace subevict {
 
+void check_inspect_options(const InspectOptions& opt) {
+  const auto refuse = [](const char* field, const char* flag, const std::string& expected, double got) {
+    const std::string name = *flag ? std::string(field) + " (" + flag + ")" : std::string(field);
+    throw InputError("inspect", name, expected, significant_digits(got, 10));
+  };
+  if (!(opt.tau >= 0.0 && opt.tau <= 1.0)) refuse("tau", "--tau", "a threshold in [0, 1]", opt.tau);
+  if (opt.sinks < 0) refuse("sinks", "--sinks", "an integer >= 0", opt.sinks);
+  if (opt.recent_window < 1) refuse("recent_window", "--recent-window", "an integer >= 1", opt.recent_window);
+  if (!(opt.top_fraction > 0.0 && opt.top_fraction <= 1.0)) {
+    refuse("top_fraction", "", "a share in (0, 1]", opt.top_fraction);
+  }
+  if (opt.first_token_from < 0) {
+    refuse("first_token_from", "--first-token-from", "a query row >= 0", opt.first_token_from);
+  }
+  if (opt.late_rows < 1) refuse("late_rows", "--late-rows", "an integer >= 1", opt.late_rows);
+  if (!(opt.sink_head_threshold >= 0.0 && opt.sink_head_threshold <= 1.0)) {
+    refuse("sink_head_threshold", "--sink-head-threshold", "a mass in [0, 1]", opt.sink_head_threshold);
+  }
+  if (opt.block_rows < 1) refuse("block_rows", "", "an integer >= 1", opt.block_rows);
+  if (opt.threads < 0) refuse("threads", "--threads", "an integer >= 0", opt.threads);
+}
+
 HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const InspectOptions& opt) {
+  check_inspect_options(opt);
   const Shape& s = w.shape();
   const int n = s.tokens;
   if (n <= opt.sinks + opt.recent_window + 2) {
@@ -69,6 +94,7 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
 }
 
 std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOptions& opt) {
+  check_inspect_options(opt);  // before any head runs
   const Shape& s = w.shape();
   const auto chosen = [&s](const std::vector<int>& given, int bound, const char* what) {
     std::vector<int> out = given;

@@ -87,7 +87,13 @@ struct LayerStatistics {
   double sink_head_rate = 0;  ///< share of heads with late_first_token_mass > sink_head_threshold
 };
 
-/// Statistics of one head. Requires tokens > sinks + recent_window + 2 (std::invalid_argument).
+/// InputError (source "inspect", naming the option and its command-line flag if any) unless tau in [0, 1],
+/// sinks >= 0, recent_window >= 1, top_fraction in (0, 1], first_token_from >= 0, late_rows >= 1,
+/// sink_head_threshold in [0, 1], block_rows >= 1 and threads >= 0.
+void check_inspect_options(const InspectOptions& opt);
+
+/// Statistics of one head. Requires tokens > sinks + recent_window + 2 (std::invalid_argument) and
+/// options that check_inspect_options accepts (InputError).
 /// Cost O(tokens^2 * head_dim).
 HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const InspectOptions& opt = {});
 

@@ -29,10 +29,11 @@ greedy::PivotRule parse_pivot(const std::string& name) {
 
 std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int layer, int kv_head,
                                                 const std::vector<int>& budgets, greedy::OptimumMode mode,
-                                                double relative_gap) {
+                                                double relative_gap, bool oracle_sets) {
   greedy::HeadEvaluationOptions options;
   options.optimum = mode;
   options.relative_gap = relative_gap;
+  options.oracle_sets = oracle_sets;
   return greedy::evaluate_head_budgets(workload, layer, kv_head, {}, budgets, options);
 }
 

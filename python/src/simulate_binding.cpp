@@ -4,6 +4,7 @@
 // gain_matrix, step_oracle, offline_optimum), in the same units: masses are means over the g
 // query heads of a KV head (optimum and oracle divided by g).
 #include <nanobind/stl/optional.h>
+#include <omp.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -131,7 +132,7 @@ nb::dict trace_dict(greedy::Trace&& t, double g, int k) {
 nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std::vector<double>& budget_values,
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
                       const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
-                      bool record_cache, bool overlap, std::optional<int> model_layer) {
+                      bool record_cache, bool overlap, std::optional<int> model_layer, bool oracle_sets) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
@@ -174,12 +175,6 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
   for (const PolicyItem& item : items) {
     if (item.decisions) greedy::check_decisions_fit(*item.decisions, shape, layers);
   }
-  if (overlap && optimum != greedy::OptimumMode::kNone && shape.tokens > greedy::kStoredGainsTokens) {
-    throw InputError("simulate", "overlap",
-                     "False beyond " + std::to_string(greedy::kStoredGainsTokens) +
-                         " tokens (the overlap with the optimum's cache reads the dense gain matrix)",
-                     "True at " + std::to_string(shape.tokens) + " tokens");
-  }
 
   nb::list out;
   for (int layer : layers) {
@@ -188,11 +183,10 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
       if (model_layer) group.layer = *model_layer;  // per-layer policy rules and seeds read the model's index
       const double g = group.group_size();
       std::vector<greedy::HeadEvaluation> optima;
-      Eigen::MatrixXd gains;  // W of the group, built once when an overlap asks for it
       if (optimum != greedy::OptimumMode::kNone) {
         nb::gil_scoped_release release;
         // Every budget of the head in one solve, as `subevict simulate` runs each (layer, KV head).
-        optima = head_optima(w, layer, kv, budgets, optimum, gap);
+        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets);
       }
       for (std::size_t b = 0; b < budgets.size(); ++b) {
         const int k = budgets[b];
@@ -241,8 +235,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
             greedy::ScheduleOverlap o;
             {
               nb::gil_scoped_release release;
-              if (gains.size() == 0) gains = greedy::gain_matrix(group);
-              o = greedy::schedule_overlap(gains, schedule, optimal);
+              o = greedy::schedule_overlap(group, schedule, optimal);  // streamed: O(n) memory per row block
             }
             nb::dict od;
             od["mean_jaccard"] = o.mean_jaccard();
@@ -278,7 +271,17 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
         "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a, "model_layer"_a.none(),
-        "The engine of subevict.simulate (see its docstring); arguments already normalized to lists.");
+        "oracle_sets"_a = false,
+        "The engine of subevict.simulate (see its docstring); arguments already normalized to lists. "
+        "oracle_sets: each cell's oracle also holds its chosen sets ('chosen'; up to the stored-gains length).");
+  m.def(
+      "_set_threads", [](int threads) {
+        if (threads < 1) throw InputError("_set_threads", "threads", "an integer >= 1", std::to_string(threads));
+        omp_set_num_threads(threads);
+      },
+      "threads"_a,
+      "The OpenMP threads of the calling thread's later library calls (Eigen's products in one head's optimum); "
+      "the closed loop runs KV heads on threads of its own and gives each 1.");
   m.def(
       "policy_specs",
       [](const std::string& text, const std::string& source, int horizon) {

@@ -21,7 +21,6 @@ Needs torch and the GGUF model code (subevict.models).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -128,14 +127,21 @@ class LayerRecord:
                    if o > t * (1 + tol) or (self.kind != "topk" and m > o * (1 + tol)))
 
 
+def _one_thread():
+    _subevict._set_threads(1)
+
+
 def _per_head(function, heads, parallel):
-    """[function(h) for h in heads], on a thread per core when `parallel` (the library releases the
-    GIL while it solves)."""
+    """[function(h) for h in heads], on a thread per head when `parallel` (the library releases the
+    GIL while it solves; each thread's library calls run on one OpenMP thread, so that the heads,
+    not Eigen's products inside one head, share the cores; one thread per head rather than per
+    core, so that 3 heads on 2 cores end together)."""
     if not parallel or len(heads) < 2:
         return [function(h) for h in heads]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=min(len(heads), os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(max_workers=len(heads),
+                            initializer=_one_thread) as pool:
         return list(pool.map(function, heads))
 
 
@@ -153,10 +159,8 @@ def layer_cache(cache, q, k, v, scale, layer, budget, seed, horizon):
 
     def evaluate(h):
         [cell] = _subevict._simulate(workload, items, [float(budget)], [0], [h], "flow", 1e-4,
-                                     int(seed), int(horizon), False, False, int(layer))
-        if cache.kind == "topk":
-            gains = _subevict.gain_matrix(workload, 0, h)
-            cell["chosen"] = _subevict.step_oracle(gains, budget, True)["chosen"]
+                                     int(seed), int(horizon), False, False, int(layer),
+                                     cache.kind == "topk")
         return cell
 
     cells = _per_head(evaluate, heads, parallel)
@@ -172,7 +176,7 @@ def layer_cache(cache, q, k, v, scale, layer, budget, seed, horizon):
         last_step = np.stack([cell["optimum"]["last_step"] for cell in cells])
         mass, compressed = list(opt), budget < n
     else:
-        keep = keep_from_sets([cell["chosen"] for cell in cells], len(heads), n)
+        keep = keep_from_sets([cell["oracle"]["chosen"] for cell in cells], len(heads), n)
         return keep, LayerRecord(layer, cache.kind, budget < n, list(topk), opt, topk)
     keep = keep_from_last_step(torch.from_numpy(last_step.astype(np.int64)))
     return keep, LayerRecord(layer, cache.kind, compressed, mass, opt, topk, last_step)

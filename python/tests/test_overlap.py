@@ -58,12 +58,3 @@ def test_no_overlap_without_the_exact_optimum(tiny_gqa_file):
     assert "overlap_with_optimum" not in cell["policies"]["h2o"]
     [cell] = subevict.simulate(w, ["h2o"], budget=K, kv_heads=0)
     assert "overlap_with_optimum" not in cell["policies"]["h2o"]
-
-
-def test_no_overlap_beyond_the_stored_gains(cli, tmp_path):
-    # Beyond 32768 tokens the optimum streams its gains; the overlap would need the dense matrix.
-    path = tmp_path / "long.safetensors"
-    cli("workload", "generate", "--preset", "tiny", "--tokens", 32769, "--layers", 1, "-o", path)
-    w = subevict.read_workload(str(path))
-    with pytest.raises(subevict.InputError, match="True at 32769 tokens"):
-        subevict.simulate(w, ["local"], budget=8, kv_heads=0, overlap=True)

@@ -4,8 +4,10 @@ min-cost flow): every budget's OPT, every point of the budget curve, and every c
 
 import csv
 import json
+import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -169,9 +171,19 @@ def test_python_simulate_rejects_a_bad_gap(runs):
 
 
 def test_a_budget_curve_reports_progress_within_a_head(tiny_gqa_file, tmp_path):
-    result = subprocess.run([str(cli_path()), "simulate", "--workload", str(tiny_gqa_file), "--heads", "all",
-                             "--budget-curve", "48", "--policies", "h2o", "--no-plots", "-o", str(tmp_path / "out")],
-                            capture_output=True, text=True)
+    command = [str(cli_path()), "simulate", "--workload", str(tiny_gqa_file), "--heads", "all",
+               "--budget-curve", "48", "--policies", "h2o", "--no-plots", "-o", str(tmp_path / "out")]
+    # In a log, by default: the first and the last line, and at most one more every 5 s.
+    start = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True)
+    elapsed = time.monotonic() - start
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("simulate: ")]
+    assert 2 <= len(lines) <= 2 + elapsed / 5, result.stderr
+    assert "simulate: 98/98 units" in lines[-1]
+    # With a line per unit (SUBEVICT_PROGRESS_INTERVAL=0), every chunk of a head's curve is named.
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env=dict(os.environ, SUBEVICT_PROGRESS_INTERVAL="0"))
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("simulate: ")]
     done = [int(re.match(r"simulate: (\d+)/98 units \(head groups and curve points\)", line).group(1))

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 BIN = None
@@ -154,13 +155,18 @@ class CliTest(unittest.TestCase):
                 "--seed", "5", "--sink-logit", "9", "--sinks", "1", "-o", real)
         self.assertEqual(r.returncode, 0, r.stderr)
         profile, fit_json = self.path("twin.toml"), self.path("fit.json")
+        start = time.monotonic()
         r = run("workload", "fit", real, "-o", profile, "--json", fit_json, "--seed", "3",
                 "--evaluations", "6", "--name", "tiny twin")
+        elapsed = time.monotonic() - start
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("2 layers", r.stdout)
-        # Not a terminal: one progress line per fitted layer, with elapsed time and ETA.
+        # Not a terminal: the first and the last line of each progress (at most one more every
+        # 5 s), with elapsed time and ETA.
         measuring = [l for l in r.stderr.splitlines() if l.startswith("fit: measuring")]
-        self.assertEqual(len(measuring), 8, r.stderr)  # 2 layers x 4 query heads
+        self.assertTrue(2 <= len(measuring) <= 2 + elapsed / 5, r.stderr)  # of 2 layers x 4 query heads
+        self.assertIn(" 1/8 ", measuring[0])
+        self.assertIn(" 8/8 ", measuring[-1])
         progress = [l for l in r.stderr.splitlines() if l.startswith("fit: ") and l not in measuring]
         self.assertEqual(len(progress), 2, r.stderr)
         self.assertIn("2/2 layers", progress[-1])
@@ -315,7 +321,13 @@ class CliTest(unittest.TestCase):
         for args, needles in ((["--layers", "3"], ["--layers", "layers 0-2", "got 3 (out of range)"]),
                               (["--layers", "0,0-1"], ["--layers", "0 (in 0-1, listed twice"]),
                               (["--heads", "4"], ["--heads", "query heads 0-3", "got 4"]),
-                              (["--heads", "2-1"], ["--heads", "2-1 (reversed)"])):
+                              (["--heads", "2-1"], ["--heads", "2-1 (reversed)"]),
+                              # Settings that gave NaN or a wrong value: refused, named.
+                              (["--late-rows", "0"], ["late_rows (--late-rows)", "an integer >= 1", "got 0"]),
+                              (["--first-token-from", "-3"], ["first_token_from (--first-token-from)", "got -3"]),
+                              (["--recent-window", "0"], ["--recent-window", "got 0"]),
+                              (["--tau", "1.5"], ["--tau", "[0, 1]", "got 1.5"]),
+                              (["--sink-head-threshold", "-0.1"], ["--sink-head-threshold", "got -0.1"])):
             out = self.path("bad.json")
             self.assert_one_line_error(run("workload", "inspect", f, *args, "--json", out), *needles)
             self.assertFalse(os.path.exists(out))
@@ -605,6 +617,23 @@ class CliTest(unittest.TestCase):
         self.assertIn(b"gnuplot NAME.gp", r.stderr)
         self.assertTrue(os.path.exists(os.path.join(bare, "gap_to_optimum.gp")))
         self.assertFalse(os.path.exists(os.path.join(bare, "gap_to_optimum.png")))
+        # The "wrote" line names exactly the files each directory holds (no figure that was not drawn).
+        self.assertEqual(self.wrote(r.stdout.decode()), (bare, set(os.listdir(bare))))
+        self.assertNotIn("png", r.stdout.decode())
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "48", "--budget", "0.25", "--policies", "h2o",
+                "--quiet", "--schedules", "-o", self.path("figs_listed"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.wrote(r.stdout), (self.path("figs_listed"), set(os.listdir(self.path("figs_listed")))))
+
+    def wrote(self, stdout):
+        """(directory, file names) of a command's "wrote DIR/{a,b,FIG.{dat,gp}}" line."""
+        [line] = [x for x in stdout.splitlines() if "wrote " in x]
+        directory, listing = re.fullmatch(r".*wrote (.*)/\{(.*)\}", line).groups()
+        names = set()
+        for item in re.findall(r"[^,{]+(?:\{[^}]*\})?", listing):
+            stem, _, exts = item.partition("{")
+            names |= {stem + e for e in exts.rstrip("}").split(",")} if exts else {item}
+        return directory, names
 
     def test_regress_reads_user_files_and_warns_about_violated_hypotheses(self):
         A, b, w = self.regress_problem(negative_b=True)
@@ -747,7 +776,6 @@ class CliTest(unittest.TestCase):
             # Beyond the stored-gains limit the optimum streams the gains: what needs them stored is refused.
             (["--preset", "tiny", "--tokens", "32769", "--optimum", "oracle"], "oracle at 32769 tokens"),
             (["--preset", "tiny", "--tokens", "32769", "--budget-curve", "4"], "--budget-curve"),
-            (["--preset", "tiny", "--tokens", "32769", "--schedules"], "--schedules"),
         ]
         for args, needle in cases:
             out = self.path("sim")
@@ -936,12 +964,16 @@ modes = ["flow"]
     def test_sweep_runs_a_grid_resumes_shards_and_reports(self):
         grid = self.sweep_grid()
         out = self.path("results")
+        start = time.monotonic()
         r = run("sweep", "--config", grid, "-o", out)
+        elapsed = time.monotonic() - start
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("ran 12, 0 already done", r.stdout)
-        # stderr is not a terminal: one progress line per finished job, with elapsed time and ETA.
+        # stderr is not a terminal: the first and the last job's line (at most one more every 5 s),
+        # with elapsed time and ETA.
         lines = [l for l in r.stderr.splitlines() if l.startswith("sweep: ")]
-        self.assertEqual(len(lines), 12, r.stderr)
+        self.assertTrue(lines[0].startswith("sweep: 1/12 jobs (job "), lines[0])
+        self.assertLessEqual(len(lines), 2 + int(elapsed / 5), r.stderr)
         self.assertTrue(lines[-1].startswith("sweep: 12/12 jobs (job "), lines[-1])
         self.assertIn("elapsed, ETA", lines[-1])
         quiet = run("sweep", "--config", grid, "-o", self.path("quiet"), "--quiet")

@@ -7,6 +7,7 @@
 
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
+#include "core/tolerance.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/policies/lookahead.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
@@ -91,7 +92,7 @@ template <class Scalar>
 void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
                        std::vector<HeadEvaluation>& out) {
   const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
-  const std::vector<StepOracle> oracles = step_oracles(gains, budgets);
+  const std::vector<StepOracle> oracles = step_oracles(gains, budgets, options.oracle_sets);
   for (std::size_t b = 0; b < budgets.size(); ++b) {
     out[b].oracle = oracles[b];
     out[b].has_oracle = true;
@@ -149,10 +150,12 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
   }
   if (options.optimum != OptimumMode::kNone) {
     const auto start = std::chrono::steady_clock::now();
-    if (group.tokens() <= std::min(kDoubleGainsTokens, options.stored_gains_tokens)) {
+    const int double_gains = options.double_gains_tokens < 0 ? kDoubleGainsTokens : options.double_gains_tokens;
+    if (group.tokens() <= std::min(double_gains, options.stored_gains_tokens)) {
       add_stored_optima<double>(group, budgets, options, out);
     } else if (group.tokens() <= options.stored_gains_tokens) {
       add_stored_optima<float>(group, budgets, options, out);
+      for (HeadEvaluation& e : out) e.float_gains = true;
     } else {
       add_streamed_optima(group, budgets, options, out);
     }
@@ -161,6 +164,8 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
   }
   return out;
 }
+
+double mass_order_slack(bool float_gains) { return float_gains ? double(Tol<float>::kValue) : 1e-9; }
 
 double mean_output_error(const Trace& trace) {
   double sum = 0.0;

@@ -64,6 +64,11 @@ struct HeadEvaluationOptions {
   /// Heads of more tokens than this stream their gains for the optimum (default kStoredGainsTokens;
   /// a test lowers it to compare both ways on one head).
   int stored_gains_tokens = kStoredGainsTokens;
+  /// Keep the oracle's chosen sets (StepOracle::chosen) of every budget (stored gains only).
+  bool oracle_sets = false;
+  /// Heads of more tokens than this store float gains (default kDoubleGainsTokens; a test lowers it
+  /// to run the float path on a small head).
+  int double_gains_tokens = -1;
   /// Called after every round of the optimum's column generation, every budget in turn (may be
   /// empty): how a caller shows that a head whose rounds take minutes (streamed gains) is alive.
   std::function<void(const ImplicitFlowRound&)> on_optimum_round;
@@ -74,6 +79,12 @@ struct HeadEvaluationOptions {
 /// gains, the schedule's value recomputed from them).
 inline constexpr int kDoubleGainsTokens = 16384;
 
+/// The relative slack of the order policy ≤ OPT ≤ Σ U_i ≤ n on a head whose optimum ran on
+/// `float_gains` or not. The masses are double sums: 1e-9. On float-rounded gains (each entry
+/// within 2^−24 of the double one, relatively) the optimum's value is within 2^−24 of the same
+/// schedule's double mass and within 2 · 2^−24 of the double optimum, which a policy's double mass
+/// may reach: Tol<float>::kValue (64 ulp of float, 7.6e−6) bounds both with room for the sums.
+[[nodiscard]] double mass_order_slack(bool float_gains);
 /// The evaluation of one (layer, KV head) at one budget. Masses in `traces` are sums over the g
 /// query heads (Trace::total_retained_mass); `optimum.value` and `oracle.total` are on the group's
 /// summed attention, i.e. on the same scale.
@@ -90,6 +101,9 @@ struct HeadEvaluation {
   /// Seconds this (layer, KV head) spent on its gains, oracle and optimum for all its budgets
   /// together (the same value in each budget's evaluation); 0 in mode none.
   double optimum_seconds = 0.0;
+  /// The optimum and oracle ran on float-rounded gains (stored, beyond kDoubleGainsTokens tokens):
+  /// compare them with the policies' double masses at mass_order_slack(true).
+  bool float_gains = false;
 };
 
 /// Simulates every policy of `policies` on (layer, kv_head) of `workload` with budget k, then the

@@ -29,8 +29,10 @@ IncrementalNetworkSimplex::IncrementalNetworkSimplex(int n, int k,
     state_.push_back(kTree);
   }
   for (int j = 0; j < n; ++j) {  // never cached: R_j → D_j, carrying token j
-    if (std::abs(never_cached_cost[j]) >= (std::int64_t{1} << 60)) {
-      throw std::invalid_argument("IncrementalNetworkSimplex: cost out of range");
+    if (std::abs(never_cached_cost[j]) > max_cost()) {
+      throw std::invalid_argument("IncrementalNetworkSimplex: never_cached_cost[" + std::to_string(j) + "] = " +
+                                  std::to_string(never_cached_cost[j]) + " is outside +-" +
+                                  std::to_string(max_cost()) + " (2^60 / (2n + 1) + 1)");
     }
     source_.push_back(j);
     target_.push_back(n + j);
@@ -60,9 +62,14 @@ IncrementalNetworkSimplex::IncrementalNetworkSimplex(int n, int k,
 }
 
 int IncrementalNetworkSimplex::add_arc(int j, int e, std::int64_t cost) {
-  if (j < 0 || j >= n_ || e <= j || e > n_ || std::abs(cost) >= (std::int64_t{1} << 60)) {
+  if (j < 0 || j >= n_ || e <= j || e > n_) {
     throw std::invalid_argument("IncrementalNetworkSimplex::add_arc: bad arc R_" + std::to_string(j) +
                                 " -> D_" + std::to_string(e));
+  }
+  if (std::abs(cost) > max_cost()) {
+    throw std::invalid_argument("IncrementalNetworkSimplex::add_arc: cost " + std::to_string(cost) + " of R_" +
+                                std::to_string(j) + " -> D_" + std::to_string(e) + " is outside +-" +
+                                std::to_string(max_cost()) + " (2^60 / (2n + 1) + 1)");
   }
   source_.push_back(j);
   target_.push_back(n_ + e);

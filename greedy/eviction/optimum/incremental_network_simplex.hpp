@@ -27,14 +27,18 @@ namespace subevict::greedy {
 class IncrementalNetworkSimplex {
  public:
   /// n tokens, budget k with 1 ≤ k ≤ n, never_cached_cost[j] the cost of R_j → D_j.
-  /// Precondition (std::invalid_argument otherwise): costs have n entries and |cost| < 2^60, and
-  /// (2n + 1) · max |cost| < 2^60 so that potentials and reduced costs fit in 64 bits.
+  /// Precondition (std::invalid_argument otherwise, naming the cost): costs have n entries, each
+  /// |cost| ≤ max_cost() = ⌊2^60 / (2n + 1)⌋ + 1 (flow_cost_exponent's scale at 60 bits, plus
+  /// rounding), so that potentials and reduced costs, sums of at most 2n + 1 costs, fit in 64 bits.
   IncrementalNetworkSimplex(int n, int k, const std::vector<std::int64_t>& never_cached_cost);
 
-  /// Adds the token arc R_j → D_e (j < e ≤ n) with the given integer cost (|cost| < 2^60, else
-  /// std::invalid_argument) at flow 0; returns its
+  /// Adds the token arc R_j → D_e (j < e ≤ n) with the given integer cost (|cost| ≤ max_cost(),
+  /// else std::invalid_argument) at flow 0; returns its
   /// id. The current basis stays feasible; its optimality is restored by the next solve().
   int add_arc(int j, int e, std::int64_t cost);
+
+  /// The largest |cost| accepted: ⌊2^60 / (2n + 1)⌋ + 1.
+  [[nodiscard]] std::int64_t max_cost() const { return (std::int64_t{1} << 60) / (2 * std::int64_t{n_} + 1) + 1; }
 
   /// Raises the budget from k to k + by (1 ≤ by, k + by ≤ n, else std::invalid_argument): the
   /// extra supply at D_0 and demand at D_n are carried by a new arc D_0 → D_n (cost 0, capacity

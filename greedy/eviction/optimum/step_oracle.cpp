@@ -8,47 +8,52 @@
 
 namespace subevict::greedy {
 
+namespace {
+
+/// The `budget` past tokens of step i with the largest gain(j), ties to the lower index, ascending
+/// (every past token when i <= budget).
+template <class Gain>
+std::vector<int> top_past(int i, int budget, const Gain& gain) {
+  std::vector<int> order(static_cast<std::size_t>(i));
+  std::iota(order.begin(), order.end(), 0);
+  if (i > budget) {
+    std::nth_element(order.begin(), order.begin() + budget, order.end(), [&](int a, int b) {
+      return gain(a) > gain(b) || (gain(a) == gain(b) && a < b);
+    });
+    order.resize(static_cast<std::size_t>(budget));
+    std::sort(order.begin(), order.end());
+  }
+  return order;
+}
+
+}  // namespace
+
 StepOracle step_oracle(const Eigen::MatrixXd& gains, int budget, bool keep_sets) {
   const int n = validate_instance(gains, budget, "step_oracle");
   StepOracle out;
   out.per_step.resize(n);
   if (keep_sets) out.chosen.resize(n);
-  std::vector<int> order;
-  order.reserve(n);
   for (int i = 0; i < n; ++i) {
+    std::vector<int> top = top_past(i, budget, [&](int j) { return gains(i, j); });
     double u = gains(i, i);
-    if (i <= budget) {
-      for (int j = 0; j < i; ++j) u += gains(i, j);
-      if (keep_sets) {
-        out.chosen[i].resize(i);
-        std::iota(out.chosen[i].begin(), out.chosen[i].end(), 0);
-      }
-    } else {
-      // Larger gain first, then the lower index: the top `budget` of this order.
-      order.resize(i);
-      std::iota(order.begin(), order.end(), 0);
-      const auto before = [&](int a, int b) {
-        return gains(i, a) > gains(i, b) || (gains(i, a) == gains(i, b) && a < b);
-      };
-      std::nth_element(order.begin(), order.begin() + budget, order.end(), before);
-      for (int r = 0; r < budget; ++r) u += gains(i, order[r]);
-      if (keep_sets) {
-        out.chosen[i].assign(order.begin(), order.begin() + budget);
-        std::sort(out.chosen[i].begin(), out.chosen[i].end());
-      }
-    }
+    for (int j : top) u += gains(i, j);
     out.per_step[i] = u;
+    if (keep_sets) out.chosen[i] = std::move(top);
   }
   out.total = out.per_step.sum();
   return out;
 }
 
 template <class Scalar>
-std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const std::vector<int>& budgets) {
+std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const std::vector<int>& budgets,
+                                     bool keep_sets) {
   for (int budget : budgets) validate_budget(budget, "step_oracle");
   const int n = gains.size();
   std::vector<StepOracle> out(budgets.size());
-  for (StepOracle& o : out) o.per_step.resize(n);
+  for (StepOracle& o : out) {
+    o.per_step.resize(n);
+    if (keep_sets) o.chosen.resize(n);
+  }
   std::vector<double> row;
   row.reserve(n);
   for (int i = 0; i < n; ++i) {
@@ -60,13 +65,14 @@ std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const
     for (std::size_t b = 0; b < budgets.size(); ++b) {
       const int taken = std::min(budgets[b], i);
       out[b].per_step[i] = diagonal + (taken > 0 ? row[taken - 1] : 0.0);
+      if (keep_sets) out[b].chosen[i] = top_past(i, budgets[b], [&](int j) { return gains.column(j)[i - j]; });
     }
   }
   for (StepOracle& o : out) o.total = o.per_step.sum();
   return out;
 }
 
-template std::vector<StepOracle> step_oracles<float>(const TriangularGains<float>&, const std::vector<int>&);
-template std::vector<StepOracle> step_oracles<double>(const TriangularGains<double>&, const std::vector<int>&);
+template std::vector<StepOracle> step_oracles<float>(const TriangularGains<float>&, const std::vector<int>&, bool);
+template std::vector<StepOracle> step_oracles<double>(const TriangularGains<double>&, const std::vector<int>&, bool);
 
 }  // namespace subevict::greedy

@@ -34,7 +34,11 @@ struct KeyRule {
   std::function<void(PolicySpec&, double number, const std::string& text)> apply;
   /// The effective value of the key in a spec.
   std::function<std::string(const PolicySpec&)> show;
+  int maximum = 1'000'000'000;  ///< for kCount (every count fits an int)
 };
+
+/// l2norm's skip_first: no model has more layers (the skipped layers are stored one by one).
+constexpr int kMaxSkippedLayers = 4096;
 
 /// `x` in its shortest round-trip form; integers without an exponent.
 std::string number_text(double x) {
@@ -100,7 +104,7 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
          s.params.skipped_layers.clear();
          for (int l = 0; l < int(v); ++l) s.params.skipped_layers.push_back(l);
        },
-       [](const PolicySpec& s) { return int_text(int(s.params.skipped_layers.size())); }},
+       [](const PolicySpec& s) { return int_text(int(s.params.skipped_layers.size())); }, kMaxSkippedLayers},
   };
   static const std::vector<KeyRule> lookahead = {
       {"horizon", Kind::kCount, 1, "the lookahead window L >= 1 (default: --horizon)",
@@ -183,8 +187,10 @@ PolicySpec finish(const Pending& p, const std::string& source, const std::string
         break;
       }
       case Kind::kCount:
-        if (!integer || v < rule->minimum) {
-          throw InputError(source, at, "an integer >= " + std::to_string(rule->minimum), text);
+        if (!integer || v < rule->minimum || v > rule->maximum) {
+          throw InputError(source, at,
+                           "an integer in [" + std::to_string(rule->minimum) + ", " + std::to_string(rule->maximum) + "]",
+                           text);
         }
         rule->apply(spec, v, text);
         break;

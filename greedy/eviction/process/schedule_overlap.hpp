@@ -11,6 +11,8 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "greedy/eviction/process/head_group.hpp"
+
 namespace subevict::greedy {
 
 /// Per-step overlap of schedules A (first) and B (second); vectors of length n.
@@ -33,6 +35,14 @@ struct ScheduleOverlap {
 /// schedule_step_mass). Preconditions, checked (std::invalid_argument): W square of size n, both
 /// schedules of length n with t_j ∈ [j − 1, n − 1]. O(n²).
 [[nodiscard]] ScheduleOverlap schedule_overlap(const Eigen::MatrixXd& gains, const std::vector<int>& first,
+                                               const std::vector<int>& second);
+
+/// The same on the gains of a head group (gain_matrix(group): its query heads' exact causal
+/// attention, summed), streamed in blocks of query rows: memory O(block rows x n) instead of the
+/// dense n x n matrix (8.6 GB at 32768 tokens), so any length the optimum reaches works. Equal to
+/// schedule_overlap(gain_matrix(group), ...) up to the order of summation. Throws as the dense form
+/// and as HeadGroup::validate.
+[[nodiscard]] ScheduleOverlap schedule_overlap(const HeadGroup& group, const std::vector<int>& first,
                                                const std::vector<int>& second);
 
 }  // namespace subevict::greedy

@@ -8,8 +8,9 @@ scripts/export_gguf.py and subevict.closed_loop share. Needs torch, numpy, gguf 
     logits = models.forward(model, ids)
 
 One module per architecture family (llama.py: `llama`; gemma3.py: `gemma3`); `load` picks it by
-general.architecture. A model has `windows`: per layer None (every earlier key) or the size of its
-sliding window.
+general.architecture. llama_cpp.py runs llama.cpp, the format's reference, on the same ids
+(scripts/llama_cpp_check.py). A model has `windows`: per layer None (every earlier key) or the
+size of its sliding window.
 """
 
 from __future__ import annotations

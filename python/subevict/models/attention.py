@@ -36,15 +36,18 @@ def keep_from_last_step(last_step):
 def keep_from_sets(chosen, kv_heads, tokens):
     """The keep mask of reversible caches: chosen[h][i] holds the past tokens query i attends to
     besides itself (the per-step oracle's sets)."""
+    import numpy as np
     import torch
 
     keep = torch.zeros(kv_heads, tokens, tokens, dtype=torch.bool)
     index = torch.arange(tokens)
     keep[:, index, index] = True
     for h in range(kv_heads):
-        for i, members in enumerate(chosen[h]):
-            if len(members):
-                keep[h, i, torch.as_tensor(members, dtype=torch.int64)] = True
+        sizes = [len(members) for members in chosen[h]]
+        if sum(sizes):
+            rows = torch.from_numpy(np.repeat(np.arange(tokens), sizes))
+            columns = torch.from_numpy(np.concatenate(chosen[h]).astype(np.int64))
+            keep[h, rows, columns] = True
     return keep
 
 

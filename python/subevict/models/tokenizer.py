@@ -61,22 +61,62 @@ def _byte_level_bpe(reader):
     return tokenizer
 
 
-class SentencePiece:
-    """llama.cpp's SentencePiece tokenizer (`llama` vocabularies): spaces become U+2581 (one more
-    in front when add_space_prefix), the text starts as single characters, and the adjacent pair
-    whose concatenation is a token with the highest score is merged until none is (ties: the
-    leftmost pair); a character that is no token is written as its UTF-8 bytes' <0xXX> tokens."""
+USER_DEFINED = 4  # tokenizer.ggml.token_type of a user-defined token (matched in the raw text)
 
-    def __init__(self, tokens, scores, add_space_prefix):
+
+class SentencePiece:
+    """llama.cpp's SentencePiece tokenizer (`llama` vocabularies). First the text is split at every
+    user-defined token (token type 4, e.g. Gemma's runs of spaces and newlines), longest first,
+    each occurrence from the left: those pieces are their tokens. Each remaining piece: spaces
+    become U+2581 (one more in front when add_space_prefix and the piece starts the text or follows
+    a user-defined token), the piece starts as single characters, and the adjacent pair whose
+    concatenation is a token with the highest score is merged until none is (ties: the leftmost
+    pair); a character that is no token is written as its UTF-8 bytes' <0xXX> tokens."""
+
+    def __init__(self, tokens, scores, add_space_prefix, token_types=None):
         self.vocab = {token: i for i, token in enumerate(tokens)}
         self.scores = scores
         self.add_space_prefix = add_space_prefix
+        types = token_types or []
+        self.user_defined = sorted(((tokens[i], i) for i, t in enumerate(types) if t == USER_DEFINED),
+                                   key=lambda item: -len(item[0]))
+
+    def partition(self, text):
+        """[(piece, token id or None)]: the text split at its user-defined tokens."""
+        pieces = [(text, None)]
+        for special, token in self.user_defined:
+            split = []
+            for piece, known in pieces:
+                if known is not None or special not in piece:
+                    split.append((piece, known))
+                    continue
+                start = 0
+                while (found := piece.find(special, start)) >= 0:
+                    if found > start:
+                        split.append((piece[start:found], None))
+                    split.append((special, token))
+                    start = found + len(special)
+                if start < len(piece):
+                    split.append((piece[start:], None))
+            pieces = split
+        return pieces
 
     def encode_ids(self, text):
+        ids, after_special = [], True
+        for piece, token in self.partition(text):
+            if token is not None:
+                ids.append(token)
+                after_special = True
+            else:
+                ids += self._encode_piece(piece, self.add_space_prefix and after_special)
+                after_special = False
+        return ids
+
+    def _encode_piece(self, text, space_prefix):
         import heapq
 
         text = text.replace(" ", "\u2581")
-        if self.add_space_prefix:
+        if space_prefix:
             text = "\u2581" + text
         symbols = list(text)
         nxt = list(range(1, len(symbols) + 1))
@@ -122,7 +162,8 @@ def _sentencepiece(reader):
     tokens = field(reader, "tokenizer.ggml.tokens")
     scores = field(reader, "tokenizer.ggml.scores")
     add_space_prefix = bool(field(reader, "tokenizer.ggml.add_space_prefix", True, required=False))
-    return SentencePiece(tokens, scores, add_space_prefix)
+    token_types = field(reader, "tokenizer.ggml.token_type", None, required=False)
+    return SentencePiece(tokens, scores, add_space_prefix, token_types)
 
 
 def tokenize(reader, text, tokens):

@@ -8,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -113,6 +114,25 @@ TEST(IncrementalNetworkSimplex, RejectsInvalidNetworks) {
   EXPECT_THROW(simplex.add_arc(1, 1, 0), std::invalid_argument);
   EXPECT_THROW(simplex.add_arc(0, 4, 0), std::invalid_argument);
   EXPECT_THROW(simplex.add_arc(0, 2, std::int64_t{1} << 61), std::invalid_argument);
+}
+
+TEST(IncrementalNetworkSimplex, CostsAreBoundedSoThatPotentialsFitIn64Bits) {
+  // n = 3: 2n + 1 = 7 nodes' worth of costs must stay below 2^63; the bound is 2^60 / 7 + 1.
+  const std::int64_t limit = (std::int64_t{1} << 60) / 7 + 1;
+  IncrementalNetworkSimplex at_limit(3, 1, {limit, -limit, 0});
+  EXPECT_EQ(at_limit.max_cost(), limit);
+  EXPECT_NO_THROW(at_limit.add_arc(0, 3, -limit));
+  EXPECT_NO_THROW(at_limit.add_arc(1, 2, limit));
+  EXPECT_THROW(at_limit.add_arc(0, 2, limit + 1), std::invalid_argument);
+  EXPECT_THROW(at_limit.add_arc(0, 2, -limit - 1), std::invalid_argument);
+  // Under 2^60 each, as the old check asked, yet 7 of them overflow a potential: refused.
+  EXPECT_THROW(IncrementalNetworkSimplex(3, 1, {limit + 1, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(IncrementalNetworkSimplex(3, 1, {0, -(std::int64_t{1} << 59), 0}), std::invalid_argument);
+  try {
+    IncrementalNetworkSimplex(3, 1, {0, 0, limit + 1});
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("never_cached_cost[2]"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -238,7 +238,12 @@ TEST(PolicySpec, RejectsBadSpecsNamingTheKeyAndTheValidOnes) {
   EXPECT_NE(spec_error("snapkv:pooling=mean").find("none, max or avg"), std::string::npos);
   EXPECT_NE(spec_error("streamingllm:sinks=2.5").find("got 2.5"), std::string::npos);
   EXPECT_NE(spec_error("h2o-noisy:epsilon=-0.1").find("a number >= 0"), std::string::npos);
-  EXPECT_NE(spec_error("sparse-strided:stride=0").find("an integer >= 1"), std::string::npos);
+  EXPECT_NE(spec_error("sparse-strided:stride=0").find("an integer in [1, 1000000000]"), std::string::npos);
+  // Beyond 10^9: refused, never converted to int (undefined behaviour beyond 2^31 - 1).
+  EXPECT_NE(spec_error("streamingllm:sinks=1e12").find("an integer in [0, 1000000000]"), std::string::npos);
+  // l2norm stores each skipped layer: a layer count no model has is refused before any allocation.
+  EXPECT_NE(spec_error("l2norm:skip_first=999999999").find("an integer in [0, 4096]"), std::string::npos);
+  EXPECT_EQ(parse_policy_spec("l2norm:skip_first=4096", "s", "f", 16).params.skipped_layers.size(), 4096u);
   EXPECT_THROW((void)parse_policy_spec("h2o,local", "s", "f", 16), InputError);
 }
 

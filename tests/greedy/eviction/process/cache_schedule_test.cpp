@@ -11,6 +11,7 @@
 #include "greedy/eviction/optimum/cache_dp.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/optimum/step_oracle.hpp"
+#include "greedy/eviction/process/triangular_gains.hpp"
 
 namespace subevict::greedy {
 namespace {
@@ -108,6 +109,23 @@ RC_GTEST_PROP(StepOracle, MatchesSortingAndBoundsEverySchedule, ()) {
   }
   const ScheduleSummary dp = n <= 10 ? cache_dp(a, k) : ScheduleSummary{};
   for (int i = 0; i < dp.step_mass.size(); ++i) RC_ASSERT(dp.step_mass[i] <= oracle.per_step[i]);
+}
+
+RC_GTEST_PROP(StepOracle, SeveralBudgetsOnStoredGainsEqualOneAtATime, ()) {
+  const int n = *rc::gen::inRange(1, 24);
+  const std::vector<int> budgets = *rc::gen::container<std::vector<int>>(
+      static_cast<std::size_t>(*rc::gen::inRange(1, 4)), rc::gen::inRange(0, n + 1));
+  const Eigen::MatrixXd a = random_gains(n);  // dyadic, with ties: sums and orders are exact
+  const bool keep_sets = *rc::gen::arbitrary<bool>();
+  const std::vector<StepOracle> oracles =
+      step_oracles(TriangularGains<double>::from_dense(a, "test"), budgets, keep_sets);
+  RC_ASSERT(oracles.size() == budgets.size());
+  for (std::size_t b = 0; b < budgets.size(); ++b) {
+    const StepOracle one = step_oracle(a, budgets[b], true);
+    RC_ASSERT(oracles[b].total == one.total);
+    RC_ASSERT(oracles[b].per_step == one.per_step);
+    RC_ASSERT(oracles[b].chosen == (keep_sets ? one.chosen : std::vector<std::vector<int>>{}));
+  }
 }
 
 }  // namespace

@@ -12,8 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/generator.hpp"
 #include "core/input_error.hpp"
+#include "core/tolerance.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
+#include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/process/recorded_schedule.hpp"
 #include "greedy/eviction/process/schedule_overlap.hpp"
 
@@ -260,6 +263,20 @@ RC_GTEST_PROP(ScheduleOverlap, MatchesExplicitSetsAndDecomposesTheGap, ()) {
   const ScheduleOverlap self = schedule_overlap(w, a, a);
   RC_ASSERT(self.jaccard.minCoeff() == 1.0);
   RC_ASSERT(self.only_first_mass.maxCoeff() == 0.0 && self.only_second_mass.maxCoeff() == 0.0);
+}
+
+RC_GTEST_PROP(ScheduleOverlap, StreamedRowsEqualTheDenseGainMatrix, ()) {
+  const int n = *rc::gen::inRange(2, 150);  // more than one block of 64 query rows
+  const int k = *rc::gen::inRange(1, n + 1);
+  const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, *rc::gen::inRange<std::uint64_t>(0, 1000)));
+  const HeadGroup group = head_group(w, 0, *rc::gen::inRange(0, w.shape().kv_heads));
+  const std::vector<int> a = random_process_schedule(n, k), b = random_process_schedule(n, k);
+  const ScheduleOverlap dense = schedule_overlap(gain_matrix(group), a, b);
+  const ScheduleOverlap streamed = schedule_overlap(group, a, b);
+  RC_ASSERT(streamed.jaccard == dense.jaccard);  // counts: exact
+  const double tol = Tol<double>::sum(std::size_t(group.group_size() * n));  // sums of g n products in another order
+  RC_ASSERT((streamed.only_first_mass - dense.only_first_mass).cwiseAbs().maxCoeff() <= tol);
+  RC_ASSERT((streamed.only_second_mass - dense.only_second_mass).cwiseAbs().maxCoeff() <= tol);
 }
 
 }  // namespace
