@@ -12,7 +12,10 @@
 namespace subevict::proofs_checks {
 
 /// Share of the layers allowed to miss a per-layer threshold while the claim ("almost all
-/// layers") still counts as held: at most floor(kAlmostAllSlack · layers) layers.
+/// layers") still counts as held: at most floor(kAlmostAllSlack · layers) layers. Such a claim is
+/// one instance, the layer set: violated (one violation, its counterexample counting the layers
+/// that miss) when more miss, else held with no violation; the layers that miss are the
+/// measurement layers_missing either way.
 inline constexpr double kAlmostAllSlack = 0.1;
 
 /// A workload with its per-head statistics measured once: the structure checks share them.
@@ -33,7 +36,7 @@ std::vector<double> layer_means(const InspectedWorkload& inspected, double HeadS
 ///
 /// h2o.sec3_sparsity: per layer, the mean over heads of the fraction of causal attention entries
 /// below tau · row max (InspectOptions::tau) must exceed `threshold` (H2O: 95%) in almost all
-/// layers. Instances are layers. Requires tokens > sinks + recent_window + 2 (InspectOptions).
+/// layers (one instance, kAlmostAllSlack). Requires tokens > sinks + recent_window + 2 (InspectOptions).
 [[nodiscard]] CheckResult check_sec3_sparsity(const InspectedWorkload& inspected, double threshold = 0.95);
 
 /// h2o.sec3_power_law: per layer, the mean over heads of the R² of the log-log fit of accumulated
@@ -54,7 +57,7 @@ std::vector<double> layer_means(const InspectedWorkload& inspected, double HeadS
 /// streamingllm.attention_sinks: in every layer but the first two (all layers when the workload
 /// has no others), the mean over heads of the attention on the first token (queries i >= 64,
 /// HeadStatistics::first_token_mass) exceeds `threshold` (0.5: the first token holds most of the
-/// attention), in almost all of those layers. Instances are layers.
+/// attention), in almost all of those layers (one instance, kAlmostAllSlack).
 [[nodiscard]] CheckResult check_attention_sinks(const InspectedWorkload& inspected, double threshold = 0.5);
 
 }  // namespace subevict::proofs_checks

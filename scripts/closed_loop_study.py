@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The closed-loop study of docs/closed_loop.md, in one command:
 
-    .venv/bin/python scripts/closed_loop_study.py [--tokens 2048] [--out build/closed_loop_study]
+    .venv/bin/python scripts/closed_loop_study.py [--model smollm2|gemma3] [--tokens 2048] [--out DIR]
 
-1. SmolLM2-135M (scripts/setup_model) on the first N tokens of Debian's GPL-3 text and of a held-out
+1. SmolLM2-135M or Gemma 3 270M (scripts/setup_model; Gemma 3 evicts in its global layers, its
+   sliding-window layers keep their 512 keys) on the first N tokens of Debian's GPL-3 text and of a held-out
    text (GFDL-1.3): policies h2o, tova, snapkv, streamingllm, l2norm, local, random and the
    references opt and topk at budgets 5%, 10%, 20%, 50%; one report directory per text
    (scripts/closed_loop.py's results.json, report.md, figures).
@@ -35,16 +36,18 @@ def log(message):
     print(f"closed_loop_study: {message}", file=sys.stderr, flush=True)
 
 
-def gguf_path():
-    result = subprocess.run([os.path.join(ROOT, "scripts", "setup_model")], check=True,
+def gguf_path(model):
+    result = subprocess.run([os.path.join(ROOT, "scripts", "setup_model"), model], check=True,
                             stdout=subprocess.PIPE, text=True)
     return result.stdout.strip().splitlines()[-1]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=("smollm2", "gemma3"), default="smollm2")
     parser.add_argument("--tokens", type=int, default=2048)
-    parser.add_argument("--out", default=os.path.join(ROOT, "build", "closed_loop_study"))
+    parser.add_argument("--out", help="default build/closed_loop_study (smollm2), "
+                                      "build/closed_loop_study_gemma3 (gemma3)")
     parser.add_argument("--texts", default=",".join(TEXTS),
                         help=f"which texts to run (comma list of {', '.join(TEXTS)}); the summary "
                              "reads every text whose report exists")
@@ -53,8 +56,11 @@ def main():
     for name in args.texts.split(","):
         if name not in TEXTS:
             parser.error(f"--texts: unknown text {name!r} (expected {', '.join(TEXTS)})")
+    if args.out is None:
+        suffix = "" if args.model == "smollm2" else "_" + args.model
+        args.out = os.path.join(ROOT, "build", "closed_loop_study" + suffix)
     os.makedirs(args.out, exist_ok=True)
-    gguf = gguf_path()
+    gguf = gguf_path(args.model)
     seconds = {}
     for name in args.texts.split(","):
         text = TEXTS[name]

@@ -352,7 +352,8 @@ class CliTest(unittest.TestCase):
         by_id = {c["id"]: c for c in doc["checks"]}
         sparsity = next(s for s in by_id["h2o.sec3_sparsity"]["series"] if s["label"].startswith("mean"))
         self.assertEqual(sparsity["x"], [1, 2])
-        self.assertEqual(by_id["h2o.sec3_sparsity"]["instances"], 2)
+        self.assertEqual(by_id["h2o.sec3_sparsity"]["measurements"]["layers_checked"]["value"], 2)
+        self.assertEqual(by_id["h2o.sec3_sparsity"]["instances"], 1)  # "almost all layers": the set is one instance
         sinks = by_id["streamingllm.attention_sinks"]
         self.assertEqual(sorted(k for k in sinks["measurements"] if k.startswith("first_token_mass_layer")),
                          ["first_token_mass_layer_2"])  # layer 1 is one of the first two

@@ -43,7 +43,8 @@ const InspectedWorkload& first_token_sink() {
 TEST(Sec3Sparsity, HeldOnLlmLikeWorkload) {
   const CheckResult r = check_sec3_sparsity(structured());
   EXPECT_EQ(r.outcome, Outcome::held) << r.key_number;
-  EXPECT_EQ(r.instances, 3);
+  EXPECT_EQ(r.instances, 1);  // the set of 3 layers
+  EXPECT_EQ(measurement_value(r, "layers_checked"), 3.0);
 }
 
 TEST(Sec3Sparsity, ViolatedOnGaussianWorkload) {
@@ -138,6 +139,39 @@ TEST(Sec3Sparsity, AlmostAllLayersMeansAllButTenPercent) {
             Outcome::held);
   EXPECT_EQ(check_sec3_sparsity(synthetic(layer_values(19, 0.99, 2, 0.5), &HeadStatistics::sparsity)).outcome,
             Outcome::violated);
+}
+
+TEST(Sec3Sparsity, AHeldAlmostAllClaimCarriesNoViolationAndAViolatedOneSaysHowMany) {
+  // Held with one layer missing: no violation, rate or counterexample contradicts "held"; the
+  // miss is a measurement and a note.
+  const CheckResult held = check_sec3_sparsity(synthetic(layer_values(10, 0.99, 1, 0.5), &HeadStatistics::sparsity));
+  EXPECT_EQ(held.outcome, Outcome::held);
+  EXPECT_EQ(held.violations, 0);
+  EXPECT_FALSE(held.counterexample.has_value());
+  EXPECT_EQ(held.violation_rate.lower, 0.0);
+  EXPECT_EQ(measurement_value(held, "layers_missing"), 1.0);
+  EXPECT_EQ(measurement_value(held, "layers_allowed_to_miss"), 1.0);
+  EXPECT_NE(held.notes.find("within \"almost all\""), std::string::npos) << held.notes;
+  EXPECT_EQ(held.worst_slack, 0.0);  // no layer to spare
+  // Violated: one violation of the one claim, and the counterexample counts the layers.
+  const CheckResult violated =
+      check_sec3_sparsity(synthetic(layer_values(19, 0.99, 2, 0.5), &HeadStatistics::sparsity));
+  EXPECT_EQ(violated.violations, 1);
+  ASSERT_TRUE(violated.counterexample.has_value());
+  EXPECT_NE(violated.counterexample->description.find("2 of 19 layers miss"), std::string::npos)
+      << violated.counterexample->description;
+  EXPECT_EQ(violated.worst_slack, -1.0);
+  // For the almost-all claims over every layer and every number of misses (20 layers: 2 may
+  // miss), held never comes with violations.
+  for (int off = 0; off <= 4; ++off) {
+    for (const CheckResult& r :
+         {check_sec3_sparsity(synthetic(layer_values(20, 0.99, off, 0.5), &HeadStatistics::sparsity)),
+          check_sec3_power_law(synthetic(layer_values(20, 0.99, off, 0.5), &HeadStatistics::power_law_r2))}) {
+      EXPECT_EQ(r.outcome == Outcome::held, r.violations == 0 && !r.counterexample) << r.key_number;
+      EXPECT_EQ(r.outcome, off <= 2 ? Outcome::held : Outcome::violated) << r.key_number;
+      EXPECT_EQ(measurement_value(r, "layers_missing"), double(off));
+    }
+  }
 }
 
 TEST(Sec3PowerLaw, ThresholdIsRSquaredNinetyFivePercent) {
