@@ -7,8 +7,8 @@
 
 #include "core/attention.hpp"
 #include "core/input_error.hpp"
-#include "core/number_text.hpp"
 #include "core/metrics.hpp"
+#include "core/number_text.hpp"
 #include "core/parallel_units.hpp"
 #include "core/statistics.hpp"
 

@@ -4,9 +4,9 @@
 // gain_matrix, step_oracle, offline_optimum), in the same units: masses are means over the g
 // query heads of a KV head (optimum and oracle divided by g).
 #include <nanobind/stl/optional.h>
-#include <omp.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <omp.h>
 
 #include <memory>
 #include <optional>

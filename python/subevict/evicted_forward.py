@@ -20,7 +20,6 @@ Needs torch and the GGUF model code (subevict.models).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from . import _subevict
 from .models import attend, causal_keep, keep_from_last_step, keep_from_sets
+from .models.next_token import next_token_metrics
 from .policies import Decisions
 from .progress import Progress
 
@@ -180,20 +180,6 @@ def layer_cache(cache, q, k, v, scale, layer, budget, seed, horizon):
         return keep, LayerRecord(layer, cache.kind, budget < n, list(topk), opt, topk)
     keep = keep_from_last_step(torch.from_numpy(last_step.astype(np.int64)))
     return keep, LayerRecord(layer, cache.kind, compressed, mass, opt, topk, last_step)
-
-
-def next_token_metrics(full_logp, logp, ids):
-    """Perplexity, mean KL(full || evicted) and top-1 agreement over the n - 1 predicted positions
-    (float64 sums of float32 log-probabilities), and each position's log-probability of its token."""
-    import torch
-
-    target = ids[1:].unsqueeze(-1)
-    token_logp = logp[:-1].gather(-1, target).squeeze(-1).double()
-    kl = (full_logp[:-1].exp() * (full_logp[:-1] - logp[:-1])).sum(-1).double()
-    agree = (full_logp[:-1].argmax(-1) == logp[:-1].argmax(-1)).double()
-    nll = float(-token_logp.mean())
-    return {"perplexity": math.exp(nll), "nll": nll, "mean_kl": float(kl.mean()),
-            "top1_agreement": float(agree.mean()), "token_logprob": token_logp.numpy()}
 
 
 def run_cache(model, ids, cache, budget, evict_layers, seed=0, horizon=16, keep_schedules=False,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from .errors import ModelError
+from .next_token import next_token_metrics
 
 # What "the same forward" means against llama.cpp on >= 512 tokens: perplexity within 2%, top-1
 # agreement of the next token >= 95%, mean KL(llama.cpp || ours) <= 0.01 nats.
@@ -78,19 +79,18 @@ def agreement(ours, reference, ids):
     a dict, with `within` (every TOLERANCES entry met)."""
     import torch
 
-    ours = torch.as_tensor(ours, dtype=torch.float32)[:-1]
-    reference = torch.as_tensor(reference, dtype=torch.float32)[:-1]
-    target = torch.as_tensor(ids, dtype=torch.int64).reshape(-1)[1:].unsqueeze(-1)
-    ours_logp, ref_logp = torch.log_softmax(ours, -1), torch.log_softmax(reference, -1)
-    nll_ours = float(-ours_logp.gather(-1, target).double().mean())
-    nll_ref = float(-ref_logp.gather(-1, target).double().mean())
-    kl = (ref_logp.exp() * (ref_logp - ours_logp)).sum(-1).double()
+    ours = torch.as_tensor(ours, dtype=torch.float32)
+    reference = torch.as_tensor(reference, dtype=torch.float32)
+    ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1)
+    ref_logp = torch.log_softmax(reference, -1)
+    theirs = next_token_metrics(ref_logp, ref_logp, ids)
+    measured = next_token_metrics(ref_logp, torch.log_softmax(ours, -1), ids)
     out = {
-        "perplexity": math.exp(nll_ours), "reference_perplexity": math.exp(nll_ref),
-        "perplexity_rel": abs(math.exp(nll_ours - nll_ref) - 1.0),
-        "top1_agreement": float((ours.argmax(-1) == reference.argmax(-1)).double().mean()),
-        "mean_kl": float(kl.mean()), "max_kl": float(kl.max()),
-        "max_abs_logit_diff": float((ours - reference).abs().max()),
+        "perplexity": measured["perplexity"], "reference_perplexity": theirs["perplexity"],
+        "perplexity_rel": abs(math.exp(measured["nll"] - theirs["nll"]) - 1.0),
+        "top1_agreement": measured["top1_agreement"],
+        "mean_kl": measured["mean_kl"], "max_kl": measured["max_kl"],
+        "max_abs_logit_diff": float((ours[:-1] - reference[:-1]).abs().max()),
     }
     out["within"] = (out["perplexity_rel"] <= TOLERANCES["perplexity_rel"]
                      and out["top1_agreement"] >= TOLERANCES["top1_agreement"]
