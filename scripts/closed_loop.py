@@ -5,7 +5,7 @@ against the exact optimum, for every (policy, budget) and the reference caches o
 
 Usage:
     closed_loop.py --gguf FILE --text-file FILE --tokens N [--policies LIST] [--budgets LIST]
-                   [--layers all|0,3,5] [--seed S] -o DIR
+                   [--layers all|0,3,5] [--seed S] [--workers W] -o DIR
 
 Writes DIR/results.json (every number, with the model's, text's and token ids' SHA-256),
 DIR/report.md and figures. Progress goes to stderr. Needs the project's .venv (scripts/setup_model)
@@ -60,6 +60,9 @@ def main(argv=None):
                         help="ratios in (0, 1) of the tokens or integer sizes")
     parser.add_argument("--layers", default="all", help="the layers that evict ('all' or 0,3,5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of randomized policies")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                        help="processes running (policy, budget) pairs side by side, one thread "
+                             "and one copy of the model each (default: 2, or 1 on one core)")
     parser.add_argument("-o", "--output", required=True, help="the report directory")
     args = parser.parse_args(argv)
     try:
@@ -70,6 +73,8 @@ def main(argv=None):
               "scripts/python_package)", file=sys.stderr)
         return 2
     try:
+        if args.workers < 1:
+            raise UsageError(f"--workers: expected an integer >= 1, got {args.workers}")
         if args.tokens < 2:
             raise UsageError(f"--tokens: expected at least 2, got {args.tokens}")
         budgets = parse_budgets(args.budgets)
@@ -89,7 +94,8 @@ def main(argv=None):
         ids = models.tokenize(reader, text, args.tokens)[0]
         print(f"closed_loop: loading {args.gguf}", file=sys.stderr, flush=True)
         model = models.load(args.gguf)
-        result = subevict.closed_loop(model, ids, args.policies, budgets, layers, seed=args.seed)
+        result = subevict.closed_loop(model, ids, args.policies, budgets, layers, seed=args.seed,
+                                       workers=args.workers)
     except (UsageError, models.ModelError, subevict.InputError) as error:
         print(f"closed_loop: error: {error}", file=sys.stderr)
         return 2

@@ -51,6 +51,8 @@ def main():
     parser.add_argument("--texts", default=",".join(TEXTS),
                         help=f"which texts to run (comma list of {', '.join(TEXTS)}); the summary "
                              "reads every text whose report exists")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="processes per part (scripts/closed_loop.py --workers)")
     parser.add_argument("--skip-layers", action="store_true", help="no one-layer-at-a-time part")
     args = parser.parse_args()
     for name in args.texts.split(","):
@@ -62,6 +64,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     gguf = gguf_path(args.model)
     seconds = {}
+    study_start = time.monotonic()
     for name in args.texts.split(","):
         text = TEXTS[name]
         out = os.path.join(args.out, name)
@@ -72,47 +75,36 @@ def main():
         start = time.monotonic()
         subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "closed_loop.py"), "--gguf",
                         gguf, "--text-file", text, "--tokens", str(args.tokens), "--policies",
-                        POLICIES, "--budgets", BUDGETS, "-o", out], check=True)
+                        POLICIES, "--budgets", BUDGETS, "--workers", str(args.workers), "-o", out],
+                       check=True)
         seconds[name] = time.monotonic() - start
     if not args.skip_layers:
-        layer_study(gguf, args)
+        layer_study(gguf, args, seconds)
+    if seconds:
+        seconds["study"] = time.monotonic() - study_start
     write_summary(args.out, seconds)
 
 
-def layer_study(gguf, args):
+def layer_study(gguf, args, seconds):
     """Delta log-perplexity with eviction in one layer alone, per layer (GPL-3)."""
     path = os.path.join(args.out, "layers.json")
     if os.path.exists(path):
         log(f"{path} is complete; reused")
         return
-    import subevict
     from subevict import evicted_forward, models
 
     model = models.load(gguf)
     with open(TEXTS["gpl3"], encoding="utf-8") as stream:
         ids = models.tokenize(model, stream.read(), args.tokens)[0]
-    n = int(ids.shape[0])
-    k = subevict.budget_size(LAYER_BUDGET, n)
-    caches = evicted_forward.caches_of(LAYER_POLICIES)
-    # One full-cache forward; each run starts from its hidden states at the evicting layer.
-    full_inputs = []
-    full_logp, _ = evicted_forward.run_cache(model, ids, evicted_forward.Cache("full", "full"), n,
-                                             set(), full_inputs=full_inputs)
-    full = evicted_forward.next_token_metrics(full_logp, full_logp, ids)
-    rows = []
     start = time.monotonic()
-    layers = [layer for layer in range(model.layers) if model.windows[layer] is None]
-    for done, layer in enumerate(layers, 1):
-        for cache in caches:
-            logp, [record] = evicted_forward.run_cache(model, ids, cache, k, {layer},
-                                                       full_inputs=full_inputs)
-            metrics = evicted_forward.next_token_metrics(full_logp, logp, ids)
-            rows.append({"layer": layer, "policy": cache.label,
-                         "delta_log_perplexity": metrics["nll"] - full["nll"],
-                         "mean_kl": metrics["mean_kl"], "ratio_to_opt": record.ratio_to_opt()})
-        elapsed = time.monotonic() - start
-        log(f"one layer at a time: {done}/{len(layers)} layers, {elapsed:.0f} s elapsed, ETA "
-            f"{elapsed / done * (len(layers) - done):.0f} s")
+    result = evicted_forward.one_layer_at_a_time(model, ids, LAYER_POLICIES, LAYER_BUDGET,
+                                                 workers=args.workers)
+    full_nll = result["full"]["nll"]
+    rows = [{"layer": run.layers[0].layer, "policy": run.label,
+             "delta_log_perplexity": run.metrics["nll"] - full_nll,
+             "mean_kl": run.metrics["mean_kl"], "ratio_to_opt": run.layers[0].ratio_to_opt()}
+            for run in result["runs"]]
+    seconds["layers"] = time.monotonic() - start
     tmp = path + ".tmp"
     with open(tmp, "w") as stream:
         json.dump({"policies": LAYER_POLICIES, "budget": LAYER_BUDGET, "tokens": args.tokens,
@@ -178,6 +170,11 @@ def write_summary(out, seconds):
                 f"{row[p]['delta_log_perplexity']:.4f} | {row[p]['ratio_to_opt']:.4f}"
                 for p in data["policies"].split(",")) + " |")
         lines.append("")
+        if "layers" in seconds:
+            lines += [f"Wall time: {seconds['layers']:.0f} s", ""]
+    if "study" in seconds:
+        lines += [f"Whole study, this invocation: {seconds['study']:.0f} s "
+                  f"({seconds['study'] / 60:.1f} min) on {os.cpu_count()} cores", ""]
     with open(os.path.join(out, "study.md"), "w") as stream:
         stream.write("\n".join(lines))
     log(f"wrote {os.path.join(out, 'study.md')}")

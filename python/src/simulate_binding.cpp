@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <set>
@@ -129,10 +130,26 @@ nb::dict trace_dict(greedy::Trace&& t, double g, int k) {
   return d;
 }
 
+/// trace_dict of a trace run without metrics, its retained mass per step from the gains
+/// (`step_mass`: sums over the g query heads); no output error (None).
+nb::dict gains_trace_dict(greedy::Trace&& t, const Eigen::VectorXd& step_mass, double g, int k) {
+  const Eigen::VectorXd retained = step_mass / g;
+  nb::dict d = trace_dict(std::move(t), g, k);
+  const double total = retained.sum();
+  d["total_retained_mass"] = total;
+  d["mean_retained_mass"] = total / double(retained.size());
+  d["retained_mass"] = owned_array(Eigen::VectorXd(retained));
+  d["total_variation"] = owned_array(Eigen::VectorXd(1.0 - retained.array()));
+  d["mean_output_error"] = nb::none();
+  d["output_error"] = nb::none();
+  return d;
+}
+
 nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std::vector<double>& budget_values,
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
                       const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
-                      bool record_cache, bool overlap, std::optional<int> model_layer, bool oracle_sets) {
+                      bool record_cache, bool overlap, std::optional<int> model_layer, bool oracle_sets,
+                      bool policy_mass_from_gains) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
@@ -172,6 +189,9 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
     }
   }
   require_finite(w, layers, kv_heads, "simulate", "in the selected layers and KV heads");
+  const bool from_gains = policy_mass_from_gains && optimum != greedy::OptimumMode::kNone && !items.empty() &&
+                          shape.tokens <= greedy::kStoredGainsTokens &&
+                          std::all_of(items.begin(), items.end(), [](const PolicyItem& item) { return bool(item.spec); });
   for (const PolicyItem& item : items) {
     if (item.decisions) greedy::check_decisions_fit(*item.decisions, shape, layers);
   }
@@ -183,7 +203,27 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
       if (model_layer) group.layer = *model_layer;  // per-layer policy rules and seeds read the model's index
       const double g = group.group_size();
       std::vector<greedy::HeadEvaluation> optima;
-      if (optimum != greedy::OptimumMode::kNone) {
+      // [budget][item]: the built-in policies run without metrics, their mass valued on the gains.
+      std::vector<std::vector<greedy::Trace>> decided;
+      if (from_gains) {
+        nb::gil_scoped_release release;
+        std::vector<std::vector<std::vector<int>>> schedules(budgets.size());
+        decided.resize(budgets.size());
+        for (std::size_t b = 0; b < budgets.size(); ++b) {
+          greedy::SimulationOptions options;
+          options.budget = budgets[b];
+          options.seed = seed;
+          options.record_cache = record_cache;
+          options.compute_metrics = false;
+          for (const PolicyItem& item : items) {
+            greedy::Trace trace = greedy::simulate(group, *greedy::make_policy(*item.spec), options);
+            trace.policy = item.label;
+            schedules[b].push_back(trace.last_step());
+            decided[b].push_back(std::move(trace));
+          }
+        }
+        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets, std::move(schedules));
+      } else if (optimum != greedy::OptimumMode::kNone) {
         nb::gil_scoped_release release;
         // Every budget of the head in one solve, as `subevict simulate` runs each (layer, KV head).
         optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets);
@@ -203,7 +243,15 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
         cell["tokens"] = shape.tokens;
         nb::dict traces;
         std::vector<std::pair<std::string, std::vector<int>>> schedules;  // (label, t_j) for the overlap
-        for (const PolicyItem& item : items) {
+        if (!decided.empty()) {
+          for (std::size_t i = 0; i < items.size(); ++i) {
+            greedy::Trace& trace = decided[b][i];
+            if (overlap) schedules.emplace_back(items[i].label, trace.last_step());
+            traces[items[i].label.c_str()] = gains_trace_dict(std::move(trace), optima[b].schedule_step_mass[i], g, k);
+          }
+        }
+        for (std::size_t i = 0; decided.empty() && i < items.size(); ++i) {  // metrics from the simulator
+          const PolicyItem& item = items[i];
           if (item.decisions) {
             greedy::RecordedRun run;
             {
@@ -271,9 +319,12 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
         "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a, "model_layer"_a.none(),
-        "oracle_sets"_a = false,
+        "oracle_sets"_a = false, "policy_mass_from_gains"_a = false,
         "The engine of subevict.simulate (see its docstring); arguments already normalized to lists. "
-        "oracle_sets: each cell's oracle also holds its chosen sets ('chosen'; up to the stored-gains length).");
+        "oracle_sets: each cell's oracle also holds its chosen sets ('chosen'; up to the stored-gains length). "
+        "policy_mass_from_gains: where every policy is a built-in, an optimum is computed and the gains are "
+        "stored, the policies run without metrics and their retained mass is valued on the optimum's gains "
+        "(the same decisions; output_error and mean_output_error are None).");
   m.def(
       "_set_threads", [](int threads) {
         if (threads < 1) throw InputError("_set_threads", "threads", "an integer >= 1", std::to_string(threads));

@@ -131,12 +131,15 @@ def _one_thread():
     _subevict._set_threads(1)
 
 
+_HEAD_THREADS = [True]  # False in a worker process: the workers, not the heads, share the cores
+
+
 def _per_head(function, heads, parallel):
     """[function(h) for h in heads], on a thread per head when `parallel` (the library releases the
     GIL while it solves; each thread's library calls run on one OpenMP thread, so that the heads,
     not Eigen's products inside one head, share the cores; one thread per head rather than per
     core, so that 3 heads on 2 cores end together)."""
-    if not parallel or len(heads) < 2:
+    if not parallel or len(heads) < 2 or not _HEAD_THREADS[0]:
         return [function(h) for h in heads]
     from concurrent.futures import ThreadPoolExecutor
 
@@ -160,7 +163,7 @@ def layer_cache(cache, q, k, v, scale, layer, budget, seed, horizon):
     def evaluate(h):
         [cell] = _subevict._simulate(workload, items, [float(budget)], [0], [h], "flow", 1e-4,
                                      int(seed), int(horizon), False, False, int(layer),
-                                     cache.kind == "topk")
+                                     cache.kind == "topk", policy_mass_from_gains=True)
         return cell
 
     cells = _per_head(evaluate, heads, parallel)
@@ -250,8 +253,93 @@ class Run:
         }
 
 
+def _evaluate(model, ids, full_logp, job, seed, horizon, keep_schedules, keep_qkv, full_inputs,
+              progress=None):
+    """One job (cache, budget, budget size, evicting layers) as a Run."""
+    import time
+
+    cache, budget, k, evict_layers = job
+    start = time.monotonic()
+    logp, records = run_cache(model, ids, cache, k, evict_layers, seed, horizon, keep_schedules,
+                              keep_qkv, progress, full_inputs)
+    return Run(cache.label, cache.kind, budget, k, next_token_metrics(full_logp, logp, ids), records,
+               time.monotonic() - start)
+
+
+class _WorkerTicks:
+    """A worker's progress: one tick per layer on the parent's queue."""
+
+    def __init__(self, queue):
+        self.queue = queue
+
+    def advance(self, what=""):
+        self.queue.put(what)
+
+
+_WORKER = {}  # what forked workers inherit: the model, the full cache's run and the settings
+
+
+def _worker_start():
+    """A forked worker: one thread for torch, the library and the KV heads (the workers share the
+    cores)."""
+    import torch
+
+    torch.set_num_threads(1)
+    _subevict._set_threads(1)
+    _HEAD_THREADS[0] = False
+
+
+def _worker_run(job):
+    w = _WORKER
+    return _evaluate(w["model"], w["ids"], w["full_logp"], job, *w["settings"], w["full_inputs"],
+                     _WorkerTicks(w["ticks"]))
+
+
+def _workers_can_run(jobs):
+    """Jobs can go to worker processes when every cache is a built-in, a reference or recorded
+    decisions (a Python policy object stays in this process: it may hold state the caller reads)."""
+    return all(job[0].kind != "policy" or isinstance(job[0].item, (str, Decisions)) for job in jobs)
+
+
+def _run_jobs(model, ids, full_logp, full_inputs, jobs, settings, workers, progress):
+    """Every job as a Run, in the order of `jobs`: in this process, or on `workers` forked processes
+    (one thread each; they share the model's memory) when there are several jobs, the platform
+    forks and _workers_can_run."""
+    import multiprocessing
+
+    if (workers <= 1 or len(jobs) < 2 or not _workers_can_run(jobs)
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        return [_evaluate(model, ids, full_logp, job, *settings, full_inputs, progress)
+                for job in jobs]
+    import queue as queue_module
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    context = multiprocessing.get_context("fork")
+    ticks = context.Queue()
+    _WORKER.update(model=model, ids=ids, full_logp=full_logp, full_inputs=full_inputs,
+                   settings=settings, ticks=ticks)
+    try:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
+                                 initializer=_worker_start) as pool:
+            futures = [pool.submit(_worker_run, job) for job in jobs]
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                while True:
+                    try:
+                        what = ticks.get_nowait()
+                    except queue_module.Empty:
+                        break
+                    if progress is not None:
+                        progress.advance(what)
+            return [future.result() for future in futures]
+    finally:
+        _WORKER.clear()
+        ticks.close()
+
+
 def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers=None, seed=0,
-                horizon=16, keep_schedules=False, keep_qkv=False, quiet=False):
+                horizon=16, keep_schedules=False, keep_qkv=False, quiet=False, workers=1):
     """Runs every (cache, budget) of `policies` x `budgets` through `model` on token ids `ids` and
     compares it with the full-cache model.
 
@@ -260,11 +348,10 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     subevict.Decisions); budgets: ratios in (0, 1) or integer sizes, as simulate; layers: the layers
     that evict (default every global layer; the others keep the full cache; a sliding-window
     layer, which keeps its window, is refused: the simulator and the optimum assume causal
-    attention over every earlier key). Returns {"tokens", "full":
-    {"perplexity", "nll", "token_logprob"}, "runs": [Run]} (Run.summary(full nll) is the JSON
-    form). Progress (one unit per layer of a run) goes to stderr unless quiet."""
-    import time
-
+    attention over every earlier key); workers: processes that run the (cache, budget) pairs side
+    by side, forked, one thread each (1: this process; Python policy objects always run here). Returns {"tokens", "full": {"perplexity", "nll", "token_logprob"},
+    "runs": [Run]} (Run.summary(full nll) is the JSON form). Progress (one unit per layer of a
+    run) goes to stderr unless quiet."""
     import torch
 
     from . import models as models_module
@@ -275,11 +362,30 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     n = int(ids.shape[0])
     if n < 2:
         raise _subevict.InputError(f"closed_loop: ids: at least 2 tokens, got {n}")
+    if int(workers) < 1:
+        raise _subevict.InputError(f"closed_loop: workers: an integer >= 1, got {workers}")
     caches = caches_of(policies, horizon)
     budget_list = [budgets] if isinstance(budgets, (int, float)) else list(budgets)
     if not budget_list:
         raise _subevict.InputError("closed_loop: budgets: at least one budget")
     sizes = [_subevict.budget_size(float(b), n, "closed_loop") for b in budget_list]
+    evict_layers = evicting_layers(model, layers)
+    check_decisions(caches, n, evict_layers)
+    first = min(evict_layers, default=model.layers)
+    progress = Progress("closed loop", model.layers + len(caches) * len(sizes) * (model.layers - first),
+                        "layer", quiet=quiet)
+    full_logp, full_inputs = full_cache_run(model, ids, progress)
+    full = next_token_metrics(full_logp, full_logp, ids)
+    jobs = [(cache, budget, k, evict_layers) for budget, k in zip(budget_list, sizes) for cache in caches]
+    runs = _run_jobs(model, ids, full_logp, full_inputs, jobs,
+                     (seed, horizon, keep_schedules, keep_qkv), int(workers), progress)
+    return {"tokens": n, "full": {"perplexity": full["perplexity"], "nll": full["nll"],
+                                  "token_logprob": full["token_logprob"]}, "runs": runs}
+
+
+def evicting_layers(model, layers):
+    """The set of layers that evict: `layers` (None: every global layer), checked: indices in
+    range, no sliding-window layer (InputError naming it)."""
     global_layers = [layer for layer in range(model.layers) if model.windows[layer] is None]
     evict_layers = set(global_layers) if layers is None else set(layers)
     for layer in evict_layers:
@@ -291,25 +397,47 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
                 f"closed_loop: layers: layer {layer} is a sliding-window layer ("
                 f"{model.windows[layer]} keys), and eviction runs on global layers only "
                 f"({','.join(map(str, global_layers))})")
-    check_decisions(caches, n, evict_layers)
-    first = min(evict_layers, default=model.layers)
-    progress = Progress("closed loop", model.layers + len(caches) * len(sizes) * (model.layers - first),
-                        "layer", quiet=quiet)
+    return evict_layers
+
+
+def full_cache_run(model, ids, progress=None):
+    """(log-probabilities, every layer's input hidden states) of the full-cache forward: what every
+    evicting run starts from and compares with."""
+    n = int(ids.shape[0])
     full_inputs = []
     full_logp, _ = run_cache(model, ids, Cache("full cache", "full"), n, set(), progress=progress,
                              full_inputs=full_inputs)
+    return full_logp, full_inputs
+
+
+def one_layer_at_a_time(model, ids, policies, budget, layers=None, seed=0, horizon=16, quiet=False,
+                        workers=1):
+    """Eviction in one layer alone, for each layer of `layers` (default every global layer) and
+    each cache of `policies` at `budget` (a ratio or a size); every other layer keeps its full
+    cache, and each run starts from the full model's hidden states at its layer. Returns
+    {"tokens", "full": {"perplexity", "nll"}, "runs": [Run]} in (layer, cache) order; each Run has
+    one LayerRecord. Progress as closed_loop; workers as closed_loop."""
+    import torch
+
+    from . import models as models_module
+
+    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        model = models_module.load(model)
+    ids = torch.as_tensor(np.asarray(ids), dtype=torch.int64).reshape(-1)
+    n = int(ids.shape[0])
+    caches = caches_of(policies, horizon)
+    k = _subevict.budget_size(float(budget), n, "closed_loop")
+    chosen = sorted(evicting_layers(model, layers))
+    check_decisions(caches, n, set(chosen))
+    progress = Progress("one layer at a time", model.layers + len(caches) * sum(
+        model.layers - layer for layer in chosen), "layer", quiet=quiet)
+    full_logp, full_inputs = full_cache_run(model, ids, progress)
     full = next_token_metrics(full_logp, full_logp, ids)
-    runs = []
-    for budget, k in zip(budget_list, sizes):
-        for cache in caches:
-            start = time.monotonic()
-            logp, records = run_cache(model, ids, cache, k, evict_layers, seed, horizon,
-                                      keep_schedules, keep_qkv, progress, full_inputs)
-            runs.append(Run(cache.label, cache.kind, budget, k,
-                            next_token_metrics(full_logp, logp, ids), records,
-                            time.monotonic() - start))
-    return {"tokens": n, "full": {"perplexity": full["perplexity"], "nll": full["nll"],
-                                  "token_logprob": full["token_logprob"]}, "runs": runs}
+    jobs = [(cache, budget, k, {layer}) for layer in chosen for cache in caches]
+    runs = _run_jobs(model, ids, full_logp, full_inputs, jobs,
+                     (seed, horizon, False, False), int(workers), progress)
+    return {"tokens": n, "full": {"perplexity": full["perplexity"], "nll": full["nll"]},
+            "runs": runs}
 
 
 def results_json(result, settings):

@@ -61,3 +61,30 @@ def test_the_optimum_alone_needs_no_policy():
     assert np.array_equal(cell["optimum"]["last_step"], reference["optimum"]["last_step"])
     with pytest.raises(subevict.InputError, match="at least one policy"):
         subevict.simulate(w, [], budget=10, optimum="none")
+
+
+def test_policy_mass_from_gains_equals_the_simulators_metrics():
+    """The closed loop runs its policies without metrics and values their schedules on the
+    optimum's gains: the same decisions, the same mass within double rounding, no output error."""
+    from subevict import _subevict
+
+    w = subevict.generate("tiny-gqa", tokens=96, layers=2, seed=4)
+    policies = ["h2o", "tova", "streamingllm", "random"]
+    args = (w, policies, [0.1, 0.3], [1], None, "flow", 1e-4, 3, 16, False, False, None, False)
+    reference = _subevict._simulate(*args)
+    fast = _subevict._simulate(*args, policy_mass_from_gains=True)
+    assert len(reference) == len(fast) == 2 * w.kv_heads
+    for a, b in zip(reference, fast):
+        assert a["optimum"]["total"] == b["optimum"]["total"]
+        for label in policies:
+            x, y = a["policies"][label], b["policies"][label]
+            assert np.array_equal(x["last_step"], y["last_step"])
+            assert y["total_retained_mass"] == pytest.approx(x["total_retained_mass"], rel=1e-12)
+            assert np.allclose(x["retained_mass"], y["retained_mass"], rtol=0, atol=1e-12)
+            assert y["total_retained_mass"] <= b["optimum"]["total"] * (1 + 1e-9)
+            assert y["mean_output_error"] is None and x["mean_output_error"] >= 0
+    # A Python policy keeps the simulator's metrics (the flag applies to built-ins alone).
+    [cell] = _subevict._simulate(w, [subevict.ScorePolicy(lambda step, cache, q, K, V: -cache.astype(float), name="s")],
+                                 [0.2], [0], [0], "flow", 1e-4, 0, 16, False, False, None, False,
+                                 policy_mass_from_gains=True)
+    assert cell["policies"]["s"]["mean_output_error"] is not None

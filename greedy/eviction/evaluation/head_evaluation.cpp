@@ -97,6 +97,11 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
     out[b].oracle = oracles[b];
     out[b].has_oracle = true;
   }
+  for (std::size_t b = 0; b < options.schedules.size(); ++b) {
+    for (const std::vector<int>& last_step : options.schedules[b]) {
+      out[b].schedule_step_mass.push_back(schedule_step_mass(gains, last_step));
+    }
+  }
   if (options.optimum == OptimumMode::kFlow || options.optimum == OptimumMode::kCertified) {
     store_optima(implicit_flow_optima(gains, budgets, flow_options(options)), out);
   }
@@ -123,6 +128,15 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     if (budget < 1) throw InputError("evaluate_head", "budget", "an integer >= 1", std::to_string(budget));
   }
   const HeadGroup group = head_group(workload, layer, kv_head);
+  if (!options.schedules.empty() &&
+      (options.schedules.size() != budgets.size() || options.optimum == OptimumMode::kNone ||
+       group.tokens() > options.stored_gains_tokens)) {
+    throw InputError("evaluate_head", "schedules",
+                     "one list per budget, with an optimum on stored gains (at most " +
+                         std::to_string(options.stored_gains_tokens) + " tokens)",
+                     std::to_string(options.schedules.size()) + " lists for " + std::to_string(budgets.size()) +
+                         " budgets at " + std::to_string(group.tokens()) + " tokens");
+  }
   if (options.optimum == OptimumMode::kOracle && group.tokens() > options.stored_gains_tokens) {
     throw InputError("evaluate_head", "optimum",
                      "flow, certified or none for more than " + std::to_string(options.stored_gains_tokens) +

@@ -72,6 +72,11 @@ struct HeadEvaluationOptions {
   /// Called after every round of the optimum's column generation, every budget in turn (may be
   /// empty): how a caller shows that a head whose rounds take minutes (streamed gains) is alive.
   std::function<void(const ImplicitFlowRound&)> on_optimum_round;
+  /// Schedules (last_step per token, cache_schedule.hpp) to value on the stored gains, per budget
+  /// (empty, or one list per budget): HeadEvaluation::schedule_step_mass. How a caller that ran
+  /// its policies without metrics gets their retained mass from the gains the optimum needs
+  /// anyway. Stored gains only (evaluate_head_budgets refuses them on streamed gains).
+  std::vector<std::vector<std::vector<int>>> schedules{};
 };
 
 /// Up to this many tokens the optimum stores the gains in double (8 bytes per entry of the lower
@@ -104,6 +109,9 @@ struct HeadEvaluation {
   /// The optimum and oracle ran on float-rounded gains (stored, beyond kDoubleGainsTokens tokens):
   /// compare them with the policies' double masses at mass_order_slack(true).
   bool float_gains = false;
+  /// The per-step retained mass (sum over the group's query heads) of each schedule of
+  /// HeadEvaluationOptions::schedules at this budget, on the same gains as the optimum.
+  std::vector<Eigen::VectorXd> schedule_step_mass{};
 };
 
 /// Simulates every policy of `policies` on (layer, kv_head) of `workload` with budget k, then the

@@ -1,7 +1,8 @@
 #include "greedy/eviction/optimum/step_oracle.hpp"
 
 #include <algorithm>
-#include <functional>
+#include <utility>
+#include <vector>
 #include <numeric>
 
 #include "greedy/eviction/process/cache_schedule.hpp"
@@ -54,18 +55,35 @@ std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const
     o.per_step.resize(n);
     if (keep_sets) o.chosen.resize(n);
   }
-  std::vector<double> row;
-  row.reserve(n);
+  // The budgets from the largest down: each selection runs inside the previous one's top part.
+  std::vector<std::size_t> largest_first(budgets.size());
+  std::iota(largest_first.begin(), largest_first.end(), std::size_t{0});
+  std::sort(largest_first.begin(), largest_first.end(), [&](std::size_t a, std::size_t b) { return budgets[a] > budgets[b]; });
+  // A row's past entries (gain, token), ordered by gain descending, ties to the lower token: a
+  // strict order, so the top `taken` entries are the same set as top_past's.
+  std::vector<std::pair<double, int>> row;
+  row.reserve(std::size_t(n));
+  const auto before = [](const std::pair<double, int>& a, const std::pair<double, int>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   for (int i = 0; i < n; ++i) {
-    row.resize(i);
-    for (int j = 0; j < i; ++j) row[j] = double(gains.column(j)[i - j]);
-    std::sort(row.begin(), row.end(), std::greater<>());
-    for (int j = 1; j < i; ++j) row[j] += row[j - 1];  // prefix sums of the largest entries
+    row.resize(std::size_t(i));
+    for (int j = 0; j < i; ++j) row[std::size_t(j)] = {double(gains.column(j)[i - j]), j};
     const double diagonal = double(gains.column(i)[0]);
-    for (std::size_t b = 0; b < budgets.size(); ++b) {
+    int end = i;  // row[0, end) holds the top `end` entries
+    for (std::size_t b : largest_first) {
       const int taken = std::min(budgets[b], i);
-      out[b].per_step[i] = diagonal + (taken > 0 ? row[taken - 1] : 0.0);
-      if (keep_sets) out[b].chosen[i] = top_past(i, budgets[b], [&](int j) { return gains.column(j)[i - j]; });
+      if (taken < end) std::nth_element(row.begin(), row.begin() + taken, row.begin() + end, before);
+      end = taken;
+      double u = diagonal;
+      for (int r = 0; r < taken; ++r) u += row[std::size_t(r)].first;
+      out[b].per_step[i] = u;
+      if (keep_sets) {
+        std::vector<int>& chosen = out[b].chosen[std::size_t(i)];
+        chosen.resize(std::size_t(taken));
+        for (int r = 0; r < taken; ++r) chosen[std::size_t(r)] = row[std::size_t(r)].second;
+        std::sort(chosen.begin(), chosen.end());
+      }
     }
   }
   for (StepOracle& o : out) o.total = o.per_step.sum();

@@ -29,9 +29,10 @@ struct StepOracle {
 StepOracle step_oracle(const Eigen::MatrixXd& gains, int budget, bool keep_sets = false);
 
 /// The oracle of stored gains for several budgets at once (results in the order of `budgets`; with
-/// `chosen`, the same sets as step_oracle, only when keep_sets): each row is sorted once and
-/// U_i(k) = W_ii + its k largest past entries. Throws InputError for a budget < 0.
-/// O(n² log n) time, O(n) extra memory (plus `chosen`: O(n min(n, budget)) per budget).
+/// `chosen`, the same sets as step_oracle, only when keep_sets): U_i(k) = W_ii + the k largest past
+/// entries of row i, selected (not sorted) from the largest budget down. Throws InputError for a
+/// budget < 0. O(n² · budgets) time (O(n²) for one budget), O(n) extra memory (plus `chosen`:
+/// O(n min(n, budget)) per budget, each set sorted).
 template <class Scalar>
 std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const std::vector<int>& budgets,
                                      bool keep_sets = false);

@@ -51,20 +51,29 @@ def keep_from_sets(chosen, kv_heads, tokens):
     return keep
 
 
+# Query rows per block of `attend`: query i reads keys j <= i only, so a block of rows multiplies
+# with the keys up to its last row, about half the products of the full square at n >> this.
+ATTEND_BLOCK_ROWS = 256
+
+
 def attend(q, k, v, scale, keep):
     """Each query head's attention output over its KV head's kept keys.
 
     q: float32 [q_heads, n, d]; k, v: float32 [kv_heads, n, d] (query head h reads KV head
-    h // (q_heads / kv_heads)); keep: bool [kv_heads, n, n] with keep[h, i, i] true. Returns float32
-    [q_heads, n, d]. Cost O(q_heads n^2 d), memory O(g n^2) at a time."""
+    h // (q_heads / kv_heads)); keep: bool [kv_heads, n, n] with keep[h, i, i] true and
+    keep[h, i, j] false for j > i (every cache is causal). Returns float32 [q_heads, n, d].
+    Queries go in blocks of ATTEND_BLOCK_ROWS rows, each over the keys up to its last row.
+    Cost O(q_heads n^2 d / 2), memory O(g n ATTEND_BLOCK_ROWS) at a time."""
     import torch
 
-    q_heads, kv_heads = q.shape[0], k.shape[0]
+    q_heads, kv_heads, n = q.shape[0], k.shape[0], q.shape[1]
     group = q_heads // kv_heads
-    out = torch.empty(q_heads, q.shape[1], v.shape[2], dtype=q.dtype)
+    out = torch.empty(q_heads, n, v.shape[2], dtype=q.dtype)
     for h in range(kv_heads):
         rows = slice(h * group, (h + 1) * group)
-        scores = torch.matmul(q[rows], k[h].transpose(0, 1)) * scale
-        scores.masked_fill_(~keep[h], float("-inf"))
-        out[rows] = torch.matmul(torch.softmax(scores, dim=-1), v[h])
+        for first in range(0, n, ATTEND_BLOCK_ROWS):
+            last = min(n, first + ATTEND_BLOCK_ROWS)
+            scores = torch.matmul(q[rows, first:last], k[h, :last].transpose(0, 1)) * scale
+            scores.masked_fill_(~keep[h, first:last, :last], float("-inf"))
+            out[rows, first:last] = torch.matmul(torch.softmax(scores, dim=-1), v[h, :last])
     return out
