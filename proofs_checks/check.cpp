@@ -1,5 +1,7 @@
 #include "proofs_checks/check.hpp"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -21,12 +23,14 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::hypotheses_not_met: return "hypotheses not met";
     case Outcome::inconclusive: return "inconclusive";
     case Outcome::measured: return "measured";
+    case Outcome::vacuous: return "vacuous";
   }
   throw std::invalid_argument("outcome_name: unknown Outcome value");
 }
 
 bool outcome_allowed(Kind kind, Outcome outcome) {
   if (kind == Kind::measurement) return outcome == Outcome::measured || outcome == Outcome::inconclusive;
+  if (kind == Kind::erratum) return outcome != Outcome::measured && outcome != Outcome::vacuous;
   return outcome != Outcome::measured;
 }
 
@@ -46,29 +50,31 @@ double measurement_value(const CheckResult& result, const std::string& name) {
 }
 
 void conclude(CheckResult& result) {
-  if (result.hypotheses_held < 0 || result.violations < 0 || result.violations > result.hypotheses_held ||
+  const long long can_fail = result.hypotheses_held - result.vacuous;
+  if (result.hypotheses_held < 0 || result.violations < 0 || result.vacuous < 0 || result.violations > can_fail ||
       result.hypotheses_held > result.instances) {
-    throw std::invalid_argument("conclude: expected 0 <= violations <= hypotheses_held <= instances");
+    throw std::invalid_argument(
+        "conclude: expected 0 <= violations <= hypotheses_held - vacuous, vacuous >= 0, hypotheses_held <= instances");
   }
   if (result.violations > 0) {
     result.outcome = Outcome::violated;
-  } else if (result.hypotheses_held > 0) {
+  } else if (can_fail > 0) {
     result.outcome = Outcome::held;
+  } else if (result.vacuous > 0) {
+    result.outcome = Outcome::vacuous;
   } else {
     result.outcome = Outcome::hypotheses_not_met;
   }
-  result.violation_rate = result.hypotheses_held > 0
-                              ? clopper_pearson(result.violations, result.hypotheses_held)
-                              : Interval{0.0, 1.0};
+  result.violation_rate = can_fail > 0 ? clopper_pearson(result.violations, can_fail) : Interval{0.0, 1.0};
 }
 
 namespace {
 
 /// Why a measurement's result carries a claim's verdict; empty when it does not.
 std::string claim_verdict_in(const CheckResult& result) {
-  if (result.hypotheses_held != 0 || result.violations != 0) {
-    return "hypotheses_held = " + std::to_string(result.hypotheses_held) + " and violations = " +
-           std::to_string(result.violations) + " (expected 0)";
+  if (result.hypotheses_held != 0 || result.violations != 0 || result.vacuous != 0) {
+    return "hypotheses_held = " + std::to_string(result.hypotheses_held) + ", violations = " +
+           std::to_string(result.violations) + " and vacuous = " + std::to_string(result.vacuous) + " (expected 0)";
   }
   if (result.counterexample) return "a counterexample";
   return "";
@@ -81,6 +87,25 @@ void conclude_measurement(CheckResult& result) {
   if (!verdict.empty()) throw std::logic_error("conclude_measurement: a measurement carries " + verdict);
   result.outcome = result.instances > 0 ? Outcome::measured : Outcome::inconclusive;
   result.violation_rate = Interval{0.0, 1.0};
+}
+
+CheckResult verdict_as_measurement(CheckResult result) {
+  result.measurements.push_back({"instances_with_hypotheses", double(result.hypotheses_held),
+                                 "instances on which the statement's hypotheses held"});
+  result.measurements.push_back({"conclusion_failures", double(result.violations),
+                                 "of those, instances where the conclusion failed"});
+  if (std::isfinite(result.worst_slack)) {
+    result.measurements.push_back({"worst_slack", result.worst_slack, "smallest conclusion lhs - rhs"});
+  }
+  if (result.counterexample) {
+    result.notes += (result.notes.empty() ? "" : " ") + std::string("The conclusion failed on: ") +
+                    result.counterexample->description + ".";
+  }
+  result.hypotheses_held = result.violations = result.vacuous = 0;
+  result.worst_slack = std::numeric_limits<double>::infinity();
+  result.counterexample.reset();
+  conclude_measurement(result);
+  return result;
 }
 
 void require_consistent(const CheckInfo& info, const CheckResult& result) {

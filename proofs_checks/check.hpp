@@ -21,7 +21,7 @@ namespace subevict::proofs_checks {
 /// (outcome_allowed) and how `verify` counts them (proofs_checks/summary.hpp).
 /// - claim: a falsifiable statement, hypotheses ⇒ conclusion, taken from a paper or theory.md and
 ///   tested on instances where it could fail: a theorem or lemma whose proof or constants could be
-///   wrong, or an empirical statement about attention. Outcomes: held, violated,
+///   wrong, or an empirical statement about attention. Outcomes: held, violated, vacuous,
 ///   hypotheses_not_met, inconclusive.
 /// - measurement: reports numbers (constants, ratios, rounding errors) and claims nothing that an
 ///   instance could refute: the constants are fitted as the smallest values that make a condition
@@ -42,20 +42,24 @@ enum class Kind { claim, measurement, erratum };
 const char* kind_name(Kind kind);
 
 /// What a run of a check concluded; which values a check may report depends on its Kind.
-/// - held: on every instance where the hypotheses held, the conclusion held (claims; for an
-///   erratum: confirmed, see Kind).
+/// - held: on every instance where the hypotheses held, the conclusion held, and on at least one of
+///   them the conclusion could have failed (claims; for an erratum: confirmed, see Kind).
+/// - vacuous: the hypotheses held on some instances and the conclusion held on all of them, but on
+///   none could it have failed: its bound was at or above the largest value its quantity can take
+///   on that instance (claims only; CheckResult::vacuous counts such instances).
 /// - violated: at least one instance satisfied the hypotheses and not the conclusion (for an
 ///   erratum: the corrected form failed).
 /// - hypotheses_not_met: no instance satisfied the hypotheses, so the conclusion was not tested.
 /// - inconclusive: the run could not decide (e.g. a solver did not finish, too few instances).
 /// - measured: a measurement's numbers were computed (measurements only).
-enum class Outcome { held, violated, hypotheses_not_met, inconclusive, measured };
+enum class Outcome { held, violated, hypotheses_not_met, inconclusive, measured, vacuous };
 
-/// "held", "violated", "hypotheses not met", "inconclusive", "measured".
+/// "held", "violated", "hypotheses not met", "inconclusive", "measured", "vacuous".
 const char* outcome_name(Outcome outcome);
 
 /// Whether a check of `kind` may report `outcome`: measured and inconclusive for a measurement;
-/// every outcome except measured for a claim or an erratum.
+/// every outcome except measured for a claim; every outcome except measured and vacuous for an
+/// erratum.
 bool outcome_allowed(Kind kind, Outcome outcome);
 
 /// The word the table, report.md and results.json print for a result: "confirmed" for an erratum
@@ -106,6 +110,9 @@ struct CheckResult {
   long long instances = 0;     ///< instances (or steps) evaluated
   long long hypotheses_held = 0;  ///< of those, how many satisfied the hypotheses
   long long violations = 0;    ///< of those, how many failed the conclusion
+  /// Of the instances whose hypotheses held, how many could not have failed the conclusion: its
+  /// bound was at or above the largest value its quantity can take there (claims; 0 otherwise).
+  long long vacuous = 0;
   /// Smallest (conclusion lhs − rhs) over the instances whose hypotheses held; +inf when none.
   double worst_slack = std::numeric_limits<double>::infinity();
   /// Clopper–Pearson 95% interval for violations / hypotheses_held ([0, 1] when none held).
@@ -120,16 +127,24 @@ struct CheckResult {
 /// there is none. O(measurements).
 double measurement_value(const CheckResult& result, const std::string& name);
 
-/// For a claim or an erratum: fills outcome and violation_rate from instances, hypotheses_held
-/// and violations: violated if violations > 0, held if hypotheses_held > 0, else
-/// hypotheses_not_met. Throws std::invalid_argument unless 0 <= violations <= hypotheses_held <=
-/// instances.
+/// For a claim or an erratum: fills outcome and violation_rate from instances, hypotheses_held,
+/// vacuous and violations: violated if violations > 0, held if some instance whose hypotheses held
+/// was not vacuous, vacuous if every one was, else hypotheses_not_met. The violation rate is over
+/// the instances that could fail (hypotheses_held - vacuous). Throws std::invalid_argument unless
+/// 0 <= violations <= hypotheses_held - vacuous, 0 <= vacuous and hypotheses_held <= instances.
 void conclude(CheckResult& result);
 
 /// For a measurement: outcome measured when instances > 0, else inconclusive. Throws
 /// std::logic_error when the result carries a claim's verdict (hypotheses_held or violations
 /// non-zero, or a counterexample): a measurement reports its numbers in `measurements`.
 void conclude_measurement(CheckResult& result);
+
+/// A claim's result reported as a measurement, for a statement whose conclusion follows from the
+/// way the run produces its instances (a one-step identity, a fitted constant): the counts become
+/// numbers (instances_with_hypotheses, conclusion_failures, worst_slack when finite), the
+/// counterexample's description goes into the notes, and the verdict fields are cleared before
+/// conclude_measurement. The other measurements, series and key number are kept.
+[[nodiscard]] CheckResult verdict_as_measurement(CheckResult result);
 
 /// Everything a check may read. Checks draw all randomness from `seed` (no global state), and
 /// scale their instance counts by `effort` (1 = the default `verify` budget of a few seconds per

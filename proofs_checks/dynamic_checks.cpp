@@ -94,26 +94,30 @@ std::vector<std::unique_ptr<Check>> dynamic_checks() {
       [](const CheckContext& c) { return check_theorem_d32(default_trajectory_setup(c)); }));
   checks.push_back(make_check(
       {"h2o.lemma_d19", "H2O, Lemma D.19",
-       "A uniform eps/(2n) error in the increments of the dynamic family f_{S_i,i} over the n steps costs the "
-       "greedy eviction step at most eps against the exact greedy step.",
+       "How much a uniform eps/(2n) error in the increments of the dynamic family f_{S_i,i} costs the greedy "
+       "eviction step against the exact one. The run draws the errors within the lemma's bound and evicts by "
+       "the perturbed argmax itself, so the lemma's conclusion follows from how the instances are made (one line: "
+       "f(S~) >= f~(S~) - eps/2 >= f~(G \\ {v}) - eps/2 >= f(G \\ {v}) - eps): a measurement of the slack, "
+       "not a test of the eviction process.",
        "f~_{S_i,i} = f_{S_i,i} + E_i with |E_i(T) - E_{i-1}(T)| <= eps/(2n) for every T (E_{-1} = 0; verified on "
        "every error used), eps = 0.1, n = tokens of the head, f the tracked H2O family (h(z) = sqrt(z+1)); "
        "adversarial and random errors; S~_i = argmax_v f~_{S~_i,i}(G~_i \\ {v}) at each eviction step",
-       "f_{S~_i,i}(S~_i) >= max_{v in G~_i} f_{S~_i,i}(G~_i \\ {v}) - eps at every eviction step i",
-       kSmallFamilies, "proofs_checks/perturbed_increments.cpp"},
+       "the slack f_{S~_i,i}(S~_i) - max_{v in G~_i} f_{S~_i,i}(G~_i \\ {v}) + eps over the eviction steps",
+       kSmallFamilies, "proofs_checks/perturbed_increments.cpp", Kind::measurement},
       [](const CheckContext& c) {
-        return check_lemma_d19(default_trajectory_setup(c), {adversarial_perturbation(), random_perturbation()},
-                               perturbed_argmax(), 0.1);
+        return verdict_as_measurement(check_lemma_d19(
+            default_trajectory_setup(c), {adversarial_perturbation(), random_perturbation()}, perturbed_argmax(), 0.1));
       }));
   checks.push_back(make_check(
       {"h2o.claim_d34", "H2O, Definition D.33 and Claim D.34",
        "If the attention rows are (alpha, tau, k)-good with a non-empty S0, the union of the supports of n samples "
        "exceeds S0 by at most alpha k n. tau, S0 and alpha are fixed on calibration queries before n later test "
-       "queries are read, and the bound is applied to all test rows.",
+       "queries are read; n is the most test rows with alpha k n < reach(n), the tokens outside S0 the rows can attend "
+       "to, since the union never holds more and the bound cannot fail elsewhere (no such n >= 1: vacuous).",
        "calibration rows (queries n/2 <= i < 3n/4) fix tau = the smallest threshold at which every calibration "
        "row's support supp_tau(x) = {j : x_j >= tau} has at most k tokens, S0 = the tokens in the support of at "
        "least 95% of the calibration rows, alpha = max |supp_tau \\ S0| / k over them; S0 non-empty",
-       "|union over the n test rows of supp_tau(x) \\ S0| <= alpha k n",
+       "|union over the n test rows of supp_tau(x) \\ S0| <= alpha k n, n the most test rows with alpha k n < reach(n)",
        {"LLM-like workload (exact attention rows of the last half of the queries)"}, "proofs_checks/sparsity_claim.cpp"},
       [](const CheckContext& c) {
         const Workload& w = workload_of(c);

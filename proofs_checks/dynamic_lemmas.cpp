@@ -79,6 +79,9 @@ bool fails(double lhs, double rhs, int n) {
 /// Tallies of one lemma reading over all trajectories.
 struct LemmaTally {
   long long steps = 0, hypotheses = 0, violations = 0;
+  /// Steps whose bound is <= 0: the monotone families here have f >= 0 (f(empty) = 0), so there the
+  /// conclusion could not fail.
+  long long vacuous = 0;
   double worst_slack = std::numeric_limits<double>::infinity();
   double max_theta = 0, max_gamma = 0, max_epsilon0 = 0;
   double rhs_over_opt_sum = 0;  // how much of opt_{i+1} the bound asks for, averaged
@@ -117,6 +120,7 @@ void tally(LemmaTally& tally, const Trajectory& t, const DynamicFamily& f, const
     tally.max_epsilon0 = std::max(tally.max_epsilon0, s.epsilon0);
     tally.worst_slack = std::min(tally.worst_slack, s.lhs - s.rhs);
     if (s.opt_next > 0) tally.rhs_over_opt_sum += std::max(0.0, s.rhs) / s.opt_next;
+    if (s.rhs <= 0.0 && !fails(s.lhs, s.rhs, n)) ++tally.vacuous;
     if (fails(s.lhs, s.rhs, n)) {
       ++tally.violations;
       if (s.step < tally.counterexample_step) {
@@ -256,7 +260,11 @@ CheckResult lemma_check(const TrajectorySetup& setup, bool approximate, const Le
   }
   CheckResult result;
   fill(result, t);
+  result.vacuous = t.vacuous;  // a claim's count (fill also serves the erratum, which has none)
+  conclude(result);
   add_lemma_measurements(result, t);
+  result.measurements.push_back({"vacuous_steps", double(t.vacuous),
+                                 "steps whose bound is <= 0, where f >= 0 cannot fail it"});
   result.key_number = key_text(result) + ", gamma " + format_number(t.max_gamma);
   result.notes = setup_notes(setup) +
                  "Constants are the measured ones up to each step. The bound is weak on these trajectories: opt "

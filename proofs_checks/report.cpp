@@ -58,8 +58,8 @@ std::string counts_line(const CheckRun& run) {
     out << "instances " << r.instances << ", " << format_number(run.seconds) << " s";
     return out.str();
   }
-  out << "instances " << r.instances << ", hypotheses held on " << r.hypotheses_held << ", violations "
-      << r.violations << ", worst slack " << format_number(r.worst_slack) << ", violation rate 95% interval ["
+  out << "instances " << r.instances << ", hypotheses held on " << r.hypotheses_held << " (vacuous on "
+      << r.vacuous << "), violations " << r.violations << ", worst slack " << format_number(r.worst_slack) << ", violation rate 95% interval ["
       << format_number(r.violation_rate.lower) << ", " << format_number(r.violation_rate.upper) << "], "
       << format_number(run.seconds) << " s";
   return out.str();
@@ -116,6 +116,7 @@ nlohmann::json results_json(const std::vector<CheckRun>& runs, const RunSettings
                       {"instances", r.instances},
                       {"hypotheses_held", r.hypotheses_held},
                       {"violations", r.violations},
+                      {"vacuous_instances", r.vacuous},
                       {"worst_slack", json_number(r.worst_slack)},
                       {"violation_rate", {{"lower", json_number(r.violation_rate.lower)},
                                           {"upper", json_number(r.violation_rate.upper)}}},
@@ -140,6 +141,7 @@ nlohmann::json results_json(const std::vector<CheckRun>& runs, const RunSettings
           {"checks", checks},
           {"summary",
            {{"claims", {{"held", summary.claims_held}, {"violated", summary.claims_violated},
+                        {"vacuous", summary.claims_vacuous},
                         {"hypotheses_not_met", summary.claims_hypotheses_not_met},
                         {"inconclusive", summary.claims_inconclusive}}},
             {"measurements", {{"measured", summary.measured}, {"inconclusive", summary.measurements_inconclusive}}},
@@ -170,7 +172,8 @@ std::string report_markdown(const std::vector<CheckRun>& runs, const RunSettings
   md << "\n## Summary\n\n" << summary_line(summary)
      << ".\n\nA claim is a statement that an instance could refute; a measurement reports numbers (fitted "
         "constants, ratios, rounding errors) and is never counted as held; an erratum is confirmed when the printed "
-        "form failed and the corrected form held.\n\n### Claims that held on the default workloads\n\n";
+        "form failed and the corrected form held; a claim is vacuous when on every instance its bound was at or above "
+        "the largest value its quantity could take there, so it could not have failed.\n\n### Claims that held on the default workloads\n\n";
   const auto list = [&](auto keep) {
     int count = 0;
     for (const CheckRun& run : runs) {
@@ -193,6 +196,8 @@ std::string report_markdown(const std::vector<CheckRun>& runs, const RunSettings
   list(claim_with([](Outcome o) { return o == Outcome::held; }));
   md << "### Claims that did not hold on the default workloads\n\n";
   list(claim_with([](Outcome o) { return o == Outcome::violated; }));
+  md << "### Claims that could not have failed (vacuous: the bound at or above its quantity's range)\n\n";
+  list(claim_with([](Outcome o) { return o == Outcome::vacuous; }));
   md << "### Claims not tested (hypotheses not met, inconclusive or errors)\n\n";
   list(claim_with([](Outcome o) { return o == Outcome::hypotheses_not_met || o == Outcome::inconclusive; }));
   md << "### Measurements (numbers, not verdicts)\n\n";

@@ -54,7 +54,10 @@ inline constexpr double kS0Coverage = 0.95;
 
 /// h2o.claim_d34 on `samples` with cache budget k: for each instance, calibrate_d33 on its
 /// calibration rows; the hypotheses hold when S₀ is non-empty; the conclusion is
-/// |∪_x supp_τ(x) \ S₀| ≤ α k n over all n test rows (compared as integers: α k is an integer).
+/// |∪_x supp_τ(x) \ S₀| ≤ α k n over the first n test rows (compared as integers: α k is an
+/// integer), n the most rows (at most all) with α k n < reach(n), the tokens outside S₀ where one
+/// of the first n rows is non-zero: the union never exceeds reach(n) (τ > 0), so elsewhere the
+/// bound cannot fail. An instance with no such n ≥ 1 is vacuous (CheckResult::vacuous).
 /// Measurements: |S₀|, τ, α, the union and the bound of each instance, and the share of test rows
 /// that are (α, τ, k)-good (S₀ ⊆ supp_τ(x) and |supp_τ(x) \ S₀| ≤ α k). Throws
 /// std::invalid_argument for k < 1, an instance without calibration or test rows, or column

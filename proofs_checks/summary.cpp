@@ -22,6 +22,7 @@ RunSummary summarize(const std::vector<CheckRun>& runs) {
       case Kind::claim:
         if (o == Outcome::held) ++s.claims_held;
         else if (o == Outcome::violated) ++s.claims_violated;
+        else if (o == Outcome::vacuous) ++s.claims_vacuous;
         else if (o == Outcome::hypotheses_not_met) ++s.claims_hypotheses_not_met;
         else ++s.claims_inconclusive;
         break;
@@ -43,6 +44,7 @@ std::string summary_line(const RunSummary& s) {
   std::string line = counted(s.claims(), "claim", "claims") + ": " + std::to_string(s.claims_held) + " held, " +
                      std::to_string(s.claims_violated) + " violated, " + std::to_string(s.claims_hypotheses_not_met) +
                      " hypotheses not met";
+  if (s.claims_vacuous > 0) line += ", " + std::to_string(s.claims_vacuous) + " vacuous";
   if (s.claims_inconclusive > 0) line += ", " + std::to_string(s.claims_inconclusive) + " inconclusive";
   line += "; " + counted(s.measurements(), "measurement", "measurements");
   if (s.measurements_inconclusive > 0) line += " (" + std::to_string(s.measurements_inconclusive) + " inconclusive)";

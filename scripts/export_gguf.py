@@ -12,7 +12,8 @@ Usage:
                    [--if-changed] -o OUT.safetensors
 
 Supported: subevict.models.SUPPORTED_ARCHITECTURES (`llama`: Llama 1/2/3, TinyLlama, SmolLM,
-Mistral 7B as converted by llama.cpp, without RoPE scaling); tokenizers `llama` (SentencePiece)
+Mistral 7B as converted by llama.cpp, without RoPE scaling; `qwen2`, `qwen3`, `phi3`; `gemma3`'s
+sliding-window layers are refused); tokenizers `llama` (SentencePiece)
 and `gpt2` (byte-level BPE with the pre-tokenizers `smollm`, `llama-bpe`, `gpt2`/`default`).
 Needs torch, numpy, tokenizers, gguf (0.17.1) and, for SentencePiece vocabularies, transformers
 (4.46.3): scripts/setup_model installs them into .venv/.

@@ -302,6 +302,46 @@ def test_tiny_budget_hurts_more_than_a_large_one(setup):
 
 
 # ------------------------------------------------------------------------------------------------
+# Worker processes and one layer at a time: the same arithmetic as one process.
+
+
+def test_worker_processes_give_the_runs_of_one_process(setup):
+    args = (setup["model"], setup["ids"], "h2o,streamingllm,opt,topk", [BUDGET, 0.5])
+    one = subevict.closed_loop(*args, quiet=True)
+    two = subevict.closed_loop(*args, quiet=True, workers=2)
+    assert [(r.label, r.budget_size) for r in one["runs"]] == [(r.label, r.budget_size) for r in two["runs"]]
+    for a, b in zip(one["runs"], two["runs"]):
+        assert a.metrics["nll"] == b.metrics["nll"], a.label
+        assert np.array_equal(a.metrics["token_logprob"], b.metrics["token_logprob"]), a.label
+        assert [(r.mass, r.opt, r.topk) for r in a.layers] == [(r.mass, r.opt, r.topk) for r in b.layers]
+    # A Python policy object stays in this process (it may hold state its caller reads).
+    calls = []
+    policy = subevict.ScorePolicy(lambda step, cache, q, K, V: (calls.append(step), -cache.astype(float))[1],
+                                  name="counting")
+    subevict.closed_loop(setup["model"], setup["ids"], [policy, "local"], [BUDGET], layers=[3], quiet=True,
+                         workers=2)
+    assert calls, "the Python policy ran in a worker, where its state is lost"
+    with pytest.raises(subevict.InputError, match="workers"):
+        subevict.closed_loop(setup["model"], setup["ids"], "local", [BUDGET], workers=0)
+
+
+def test_one_layer_at_a_time_equals_closed_loop_evicting_in_that_layer(setup):
+    result = evicted_forward.one_layer_at_a_time(setup["model"], setup["ids"], "h2o,opt", BUDGET,
+                                                 layers=[0, 17], quiet=True, workers=2)
+    # (layer, cache) order; the references come first among the caches, as caches_of lists them.
+    assert [(r.label, r.layers[0].layer) for r in result["runs"]] == [("opt", 0), ("h2o", 0), ("opt", 17),
+                                                                      ("h2o", 17)]
+    for run in result["runs"]:
+        layer = run.layers[0].layer
+        [alone] = subevict.closed_loop(setup["model"], setup["ids"], run.label, [BUDGET], layers=[layer],
+                                       quiet=True)["runs"]
+        assert run.metrics["nll"] == alone.metrics["nll"], (run.label, layer)
+        assert run.layers[0].mass == alone.layers[0].mass
+    with pytest.raises(subevict.InputError, match="sliding-window|layers"):
+        evicted_forward.one_layer_at_a_time(setup["model"], setup["ids"], "h2o", BUDGET, layers=[30], quiet=True)
+
+
+# ------------------------------------------------------------------------------------------------
 # The command: a report on a small run, and bad input.
 
 
@@ -333,6 +373,7 @@ def test_command_writes_results_report_and_figures(setup, tmp_path):
     (["--budgets", "-0.5"], "-0.5"),
     (["--tokens", "100000"], "fewer than --tokens 100000"),
     (["--gguf", TEXT], "is not a GGUF file"),
+    (["--workers", "0"], "--workers"),
 ])
 def test_bad_input_exits_2_with_one_line(setup, tmp_path, args, message):
     base = {"--gguf": setup["path"], "--text-file": TEXT, "--tokens": "64", "--budgets": "0.5",

@@ -174,8 +174,32 @@ TEST(LemmaD30, HoldsForH2o) {
   EXPECT_EQ(check_lemma_d30(hard_setup(h2o())).outcome, Outcome::held);
 }
 
+TEST(LemmaD30, StepsWhoseBoundIsNotPositiveAreCountedVacuous) {
+  // (i + 2) eps0 outgrows the shrinking (1-1/e)(1-theta)^(i+2)(1-gamma)^(i+2) opt_{i+1}: on those
+  // steps the bound is <= 0 and f >= 0 cannot fail it; the others decide the outcome.
+  const CheckResult r = check_lemma_d30(h2o_setup());
+  EXPECT_GT(r.vacuous, 0);
+  EXPECT_LT(r.vacuous, r.hypotheses_held);
+  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(measurement_value(r, "vacuous_steps"), double(r.vacuous));
+}
+
 TEST(LemmaD30, HeaviestFirstEvictionIsACounterexample) {
   EXPECT_EQ(check_lemma_d30(hard_setup(heaviest_first())).outcome, Outcome::violated);
+}
+
+TEST(TheoremD32, TheHypothesesReadAlphaAsTenNTimesTheLargerConstantAndBetaAsTenNEps0) {
+  // alpha = 10 n max(theta, gamma), beta = 10 n eps0 with n the head's tokens: pinned on heads of
+  // one length, where the largest head's alpha is 10 n times the largest measured constant.
+  TrajectorySetup s = h2o_setup();
+  ASSERT_FALSE(s.heads.empty());
+  const int n = s.heads.front().tokens();
+  std::erase_if(s.heads, [n](const SmallHead& h) { return h.tokens() != n; });
+  const CheckResult r = check_theorem_d32(s);
+  const double constant = std::max(measurement_value(r, "theta"), measurement_value(r, "gamma"));
+  EXPECT_GT(constant, 0.0);
+  EXPECT_DOUBLE_EQ(measurement_value(r, "alpha_from_theorem"), 10.0 * n * constant);
+  EXPECT_DOUBLE_EQ(measurement_value(r, "beta_from_theorem"), 10.0 * n * measurement_value(r, "epsilon0"));
 }
 
 TEST(TheoremD32, HypothesesNotMetOnAttentionTrajectories) {
@@ -305,6 +329,17 @@ TEST(ClaimD34, CalibrationFixesTauS0AndAlphaFromTheirDefinitions) {
   EXPECT_EQ(g.alpha, 2.0 / 3.0);
 }
 
+TEST(ClaimD34, S0TakesATokenInExactlyTheRequiredShareOfCalibrationSupports) {
+  // 21 rows: a token must be in ceil(0.95 * 21) = 20 supports. Token 1 is in exactly 20, token 2
+  // in 19 (floor(0.95 * 21) = 19 would take it; "more than" instead of "at least" would drop token 1).
+  Eigen::MatrixXd cal = Eigen::MatrixXd::Zero(21, 10);
+  cal.col(0).setConstant(0.4);
+  cal.col(1).head(20).setConstant(0.3);
+  cal.col(2).head(19).setConstant(0.2);
+  const GoodConstants g = calibrate_d33(cal, 3);
+  EXPECT_EQ(g.s0, (std::vector<int>{0, 1}));
+}
+
 TEST(ClaimD34, TightInstanceMeetsTheBoundExactly) {
   // S0 = {0}, alpha k = 2, and every test row brings 2 tokens of its own: union = alpha k n.
   int next = 1;
@@ -314,6 +349,39 @@ TEST(ClaimD34, TightInstanceMeetsTheBoundExactly) {
   EXPECT_EQ(r.worst_slack, 0.0);
   EXPECT_EQ(measurement_value(r, "instance0_union"), 18.0);
   EXPECT_EQ(measurement_value(r, "instance0_bound"), 18.0);
+}
+
+TEST(ClaimD34, TheBoundIsAppliedToTheTestRowsWhereItCanFail) {
+  // alpha k = 2; the test rows attend to token 0 (S0), token 1 and 20 fillers: their union outside
+  // S0 can never exceed reach = 21, so the bound 2 n can fail for n <= 10 only; 40 rows are cut to 10.
+  int next = 1;
+  const Eigen::MatrixXd cal = rows_with_private_extras(4, 2, 60, next);
+  Eigen::MatrixXd test = Eigen::MatrixXd::Zero(40, 60);
+  test.col(0).setConstant(0.5);
+  test.col(1).setConstant(0.3);
+  test.rightCols(20).setConstant(0.01);
+  const CheckResult r = check_claim_d34({SupportSamples{cal, test, "cut"}}, 3);
+  EXPECT_EQ(r.outcome, Outcome::held);
+  EXPECT_EQ(r.vacuous, 0);
+  EXPECT_EQ(measurement_value(r, "instance0_range"), 21.0);
+  EXPECT_EQ(measurement_value(r, "instance0_test_rows"), 10.0);
+  EXPECT_EQ(measurement_value(r, "instance0_bound"), 20.0);
+}
+
+TEST(ClaimD34, ABoundAtTheRangeOfTheUnionIsVacuous) {
+  // One calibration row covers all N = 8 tokens, the other 19 only the sink token 0: S0 = {0},
+  // alpha k = 7 = the 7 other tokens the test rows can attend to. No n >= 1 gives a bound below
+  // the union's largest value: vacuous, however the test rows spread.
+  Eigen::MatrixXd cal = Eigen::MatrixXd::Zero(20, 8);
+  cal.row(0).setConstant(1.0 / 8);
+  cal.col(0).tail(19).setOnes();
+  const Eigen::MatrixXd test = Eigen::MatrixXd::Constant(3, 8, 1.0 / 8);
+  const CheckResult r = check_claim_d34({SupportSamples{cal, test, "covering"}}, 8);
+  EXPECT_EQ(r.hypotheses_held, 1);
+  EXPECT_EQ(r.vacuous, 1);
+  EXPECT_EQ(r.outcome, Outcome::vacuous);
+  EXPECT_EQ(measurement_value(r, "vacuous_instances"), 1.0);
+  EXPECT_EQ(measurement_value(r, "instance0_range"), 7.0);
 }
 
 TEST(ClaimD34, SupportsGrowingAfterCalibrationAreViolated) {
@@ -333,6 +401,8 @@ TEST(ClaimD34, HeldWithNonEmptyS0OnTheDefaultVerifyWorkload) {
   const CheckResult r = check_claim_d34(attention_row_samples(w, 4), 205);
   EXPECT_EQ(r.outcome, Outcome::held);
   EXPECT_EQ(r.hypotheses_held, 4);
+  EXPECT_EQ(r.vacuous, 0);  // each instance is tested on the few rows where alpha k n < reach(n)
+  EXPECT_LT(measurement_value(r, "instance0_test_rows"), 256.0);
   EXPECT_GE(measurement_value(r, "s0_min"), 1.0);
   EXPECT_LE(measurement_value(r, "alpha_max"), 1.0);
 }

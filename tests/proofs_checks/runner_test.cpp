@@ -87,6 +87,33 @@ TEST(CheckKinds, OutcomesEachKindMayReport) {
   EXPECT_STREQ(status_name(Kind::claim, Outcome::held), "held");
   EXPECT_STREQ(status_name(Kind::measurement, Outcome::measured), "measured");
   EXPECT_THROW(status_name(Kind::measurement, Outcome::held), std::invalid_argument);
+  // vacuous: a claim's outcome only (an erratum is confirmed or not; a measurement has no bound).
+  EXPECT_TRUE(outcome_allowed(Kind::claim, Outcome::vacuous));
+  EXPECT_FALSE(outcome_allowed(Kind::erratum, Outcome::vacuous));
+  EXPECT_FALSE(outcome_allowed(Kind::measurement, Outcome::vacuous));
+  EXPECT_STREQ(status_name(Kind::claim, Outcome::vacuous), "vacuous");
+}
+
+TEST(CheckKinds, AClaimIsHeldOnlyWhereSomeInstanceCouldHaveFailed) {
+  CheckResult all_vacuous;
+  all_vacuous.instances = 4;
+  all_vacuous.hypotheses_held = all_vacuous.vacuous = 3;
+  conclude(all_vacuous);
+  EXPECT_EQ(all_vacuous.outcome, Outcome::vacuous);
+  EXPECT_EQ(all_vacuous.violation_rate.lower, 0.0);
+  EXPECT_EQ(all_vacuous.violation_rate.upper, 1.0);  // nothing could fail: no rate
+  CheckResult one_informative = all_vacuous;
+  one_informative.vacuous = 2;
+  conclude(one_informative);
+  EXPECT_EQ(one_informative.outcome, Outcome::held);
+  EXPECT_LT(one_informative.violation_rate.upper, 1.0);  // over the one instance that could fail
+  CheckResult impossible = all_vacuous;
+  impossible.violations = 1;  // a vacuous instance cannot fail
+  EXPECT_THROW(conclude(impossible), std::invalid_argument);
+  CheckResult none;
+  none.instances = 2;
+  conclude(none);
+  EXPECT_EQ(none.outcome, Outcome::hypotheses_not_met);
 }
 
 TEST(CheckKinds, AMeasurementCarryingAVerdictCannotBeConcluded) {
@@ -94,9 +121,48 @@ TEST(CheckKinds, AMeasurementCarryingAVerdictCannotBeConcluded) {
   r.instances = 3;
   r.violations = r.hypotheses_held = 1;
   EXPECT_THROW(conclude_measurement(r), std::logic_error);
+  // Hypotheses held with no violation is a claim's "held" too; so is a vacuous count.
+  CheckResult held_quietly;
+  held_quietly.instances = held_quietly.hypotheses_held = 2;
+  EXPECT_THROW(conclude_measurement(held_quietly), std::logic_error);
+  held_quietly.outcome = Outcome::measured;
+  EXPECT_THROW(require_consistent(info("test.quiet", Kind::measurement), held_quietly), std::logic_error);
+  CheckResult vacuous_only;
+  vacuous_only.instances = 2;
+  vacuous_only.vacuous = 1;
+  EXPECT_THROW(conclude_measurement(vacuous_only), std::logic_error);
   CheckResult empty;
   conclude_measurement(empty);
   EXPECT_EQ(empty.outcome, Outcome::inconclusive);  // nothing was measured
+}
+
+}  // namespace
+}  // namespace subevict::proofs_checks
+
+namespace subevict::proofs_checks {
+namespace {
+
+TEST(CheckKinds, AVerdictReportedAsAMeasurementKeepsItsNumbersAndDropsTheVerdict) {
+  CheckResult claim;
+  claim.instances = 4;
+  claim.hypotheses_held = 3;
+  claim.violations = 1;
+  claim.worst_slack = -0.25;
+  claim.counterexample = Counterexample{"step 7 of head 2", {}};
+  claim.measurements = {{"min_gap", 0.5, "a number"}};
+  conclude(claim);
+  ASSERT_EQ(claim.outcome, Outcome::violated);
+  const CheckResult m = verdict_as_measurement(claim);
+  EXPECT_EQ(m.outcome, Outcome::measured);
+  EXPECT_EQ(m.hypotheses_held, 0);
+  EXPECT_EQ(m.violations, 0);
+  EXPECT_FALSE(m.counterexample.has_value());
+  EXPECT_EQ(measurement_value(m, "instances_with_hypotheses"), 3.0);
+  EXPECT_EQ(measurement_value(m, "conclusion_failures"), 1.0);
+  EXPECT_EQ(measurement_value(m, "worst_slack"), -0.25);
+  EXPECT_EQ(measurement_value(m, "min_gap"), 0.5);
+  EXPECT_NE(m.notes.find("step 7 of head 2"), std::string::npos);
+  EXPECT_NO_THROW(require_consistent(info("test.as_measurement", Kind::measurement), m));
 }
 
 }  // namespace

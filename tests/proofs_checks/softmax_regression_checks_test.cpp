@@ -154,6 +154,19 @@ TEST(TheoremD49Check, LiteralAlgorithmHeldAndVariantReported) {
   EXPECT_EQ(r.series.size(), 3u);
 }
 
+TEST(TheoremD49Check, ThePrintedStartConstantIsNeverMet) {
+  // M = n^2 exp(40 R^2) asks for |x0 - x*| < e^-4000: the claim's hypotheses fail on every instance,
+  // while the same instance meets the measured-M form.
+  const CheckResult printed =
+      check_theorem_d49(newton_instances(1, 2), kLiteral, nullptr, 10, 2, StartConstant::printed);
+  EXPECT_EQ(printed.outcome, Outcome::hypotheses_not_met);
+  EXPECT_EQ(printed.hypotheses_held, 0);
+  EXPECT_GT(measurement(printed, "start_neighbourhood_gap"), 1000);  // e-folds missed
+  const CheckResult measured =
+      check_theorem_d49(newton_instances(1, 2), kLiteral, nullptr, 10, 2, StartConstant::measured);
+  EXPECT_EQ(measured.hypotheses_held, 1);
+}
+
 TEST(TheoremD49Check, MeasuresTheLiteralNotTheVariant) {
   // On one instance the two forms take different steps, so the contraction the check reports is
   // the literal solver's (max over the run of |x_{t+1} - x*| / |x_t - x*|, recomputed here).

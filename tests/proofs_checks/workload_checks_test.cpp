@@ -219,8 +219,11 @@ TEST(StructureStatistics, SinkHeadRateCountsHeadsAboveTheThreshold) {
 }
 
 TEST(WorkloadChecks, RegisteredIdsAndTheyRunOnMeasuredStatistics) {
+  // The same tensors without the generator's metadata: what an imported workload looks like.
+  Workload imported = *first_token_sink().workload;
+  imported.metadata.clear();
   CheckContext context;
-  context.workload = first_token_sink().workload;
+  context.workload = &imported;
   context.head_statistics = &first_token_sink().heads;
   std::set<std::string> ids;
   for (const auto& check : workload_checks()) {
@@ -229,6 +232,28 @@ TEST(WorkloadChecks, RegisteredIdsAndTheyRunOnMeasuredStatistics) {
   }
   EXPECT_EQ(ids, (std::set<std::string>{"h2o.sec3_sparsity", "h2o.sec3_power_law", "l2norm.attention_correlation",
                                         "streamingllm.attention_sinks"}));
+}
+
+TEST(WorkloadChecks, OnAGeneratedWorkloadTheStructureIsTheGeneratorsAndNotTested) {
+  // The generator planted the sink and the sparsity: the claims' hypotheses (real attention) are
+  // not met, and their numbers are the same as on the imported copy.
+  Workload imported = *first_token_sink().workload;
+  imported.metadata.clear();
+  CheckContext generated, real;
+  generated.workload = first_token_sink().workload;
+  real.workload = &imported;
+  generated.head_statistics = real.head_statistics = &first_token_sink().heads;
+  ASSERT_EQ(generated.workload->metadata.count("generator"), 1u);
+  for (const auto& check : workload_checks()) {
+    const CheckResult a = check->run(generated), b = check->run(real);
+    EXPECT_EQ(a.outcome, Outcome::hypotheses_not_met) << check->info().id;
+    EXPECT_EQ(a.hypotheses_held, 0) << check->info().id;
+    EXPECT_NE(a.notes.find("generated"), std::string::npos) << check->info().id;
+    ASSERT_EQ(a.measurements.size(), b.measurements.size()) << check->info().id;
+    for (std::size_t m = 0; m < a.measurements.size(); ++m) {
+      EXPECT_EQ(a.measurements[m].value, b.measurements[m].value) << check->info().id << " " << a.measurements[m].name;
+    }
+  }
 }
 
 TEST(WorkloadChecks, MeasureTheWorkloadThemselvesWithoutStatistics) {

@@ -7,22 +7,23 @@ scripts/export_gguf.py and subevict.closed_loop share. Needs torch, numpy, gguf 
     ids = models.tokenize(model, text, 512)[0]
     logits = models.forward(model, ids)
 
-One module per architecture family (llama.py: `llama`; gemma3.py: `gemma3`); `load` picks it by
-general.architecture. llama_cpp.py runs llama.cpp, the format's reference, on the same ids
+One module per architecture family (llama.py: `llama`; qwen2.py: `qwen2`; qwen3.py: `qwen3`;
+phi3.py: `phi3`; gemma3.py: `gemma3`); `load` picks it by general.architecture. llama_cpp.py runs llama.cpp, the format's reference, on the same ids
 (scripts/llama_cpp_check.py). A model has `windows`: per layer None (every earlier key) or the
 size of its sliding window.
 """
 
 from __future__ import annotations
 
-from . import gemma3, llama
+from . import gemma3, llama, phi3, qwen2, qwen3
 from .attention import attend, causal_keep, keep_from_last_step, keep_from_sets
 from .errors import ModelError
 from .gguf_file import field, file_sha256, open_gguf
 from .tokenizer import token_ids_sha256
 from .tokenizer import tokenize as _tokenize
 
-FAMILIES = {llama.ARCHITECTURE: llama, gemma3.ARCHITECTURE: gemma3}  # each module: ARCHITECTURE, config_of(reader), Model
+# Each module: ARCHITECTURE, config_of(reader), Model.
+FAMILIES = {module.ARCHITECTURE: module for module in (llama, qwen2, qwen3, phi3, gemma3)}
 SUPPORTED_ARCHITECTURES = tuple(FAMILIES)
 
 __all__ = ["ModelError", "SUPPORTED_ARCHITECTURES", "attend", "causal_keep", "config_of",

@@ -175,9 +175,14 @@ TEST(RecordedDecisions, MisfittingAndMalformedFilesAreRejected) {
   EXPECT_NE(error_of([&] { (void)read_decisions(write("ns.npy", {40, 39}, 0)); })
                 .find("shape: expected a keep mask square in its last two axes (n, n), got (40, 39)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)read_decisions(write("noheads.npy", {0, 2, 40}, 0)); })
-                .find("shape: expected at least one layer and one KV head"),
-            std::string::npos);
+  // Zero layers or zero KV heads, in schedules and in keep masks: each axis refused on its own.
+  for (const auto& shape : {std::vector<std::size_t>{0, 2, 40}, std::vector<std::size_t>{2, 0, 40},
+                            std::vector<std::size_t>{0, 2, 8, 8}, std::vector<std::size_t>{2, 0, 8, 8}}) {
+    EXPECT_NE(error_of([&] { (void)read_decisions(write("noheads.npy", shape, 0)); })
+                  .find("shape: expected at least one layer and one KV head"),
+              std::string::npos)
+        << shape[0] << " " << shape[1];
+  }
   // A keep mask stored as int64 is read if its values fit a byte; 300 does not.
   EXPECT_NE(error_of([&] { (void)read_decisions(write("m300.npy", {4, 4}, 300)); }).find("values: expected integers in [0, 255], got 300 at element 0"),
             std::string::npos);

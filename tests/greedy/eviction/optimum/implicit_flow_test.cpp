@@ -215,6 +215,34 @@ TEST(ImplicitFlow, StoppingAtAGapReturnsACertifiedInterval) {
   EXPECT_GE(first.summary.upper_bound, opt - kAgreement);
 }
 
+TEST(ImplicitFlow, CertifiedModeStopsAtTheFirstRoundWithinTheGap) {
+  // From the recorded rounds: every round before the last had a gap above the target (no stop was
+  // skipped), and the last is within it (no early stop).
+  const Workload w = tiny_workload("tiny", 400, 2);
+  const auto gains = triangular_gain_matrix<double>(head_group(w, 0, 0));
+  std::size_t most_rounds = 0;
+  for (const double gap : {0.2, 0.02, 0.002, 0.0002}) {
+    std::vector<ImplicitFlowRound> rounds;
+    ImplicitFlowOptions options;
+    options.relative_gap = gap;
+    options.on_round = [&](const ImplicitFlowRound& r) { rounds.push_back(r); };
+    const ImplicitFlowResult result = implicit_flow_optimum(gains, 40, options);
+    ASSERT_FALSE(rounds.empty()) << gap;
+    most_rounds = std::max(most_rounds, rounds.size());
+    for (std::size_t r = 0; r + 1 < rounds.size(); ++r) {
+      EXPECT_GT(rounds[r].upper_bound - rounds[r].value, gap * rounds[r].upper_bound) << gap << " round " << r + 1;
+    }
+    const ImplicitFlowRound& last = rounds.back();
+    if (result.summary.status == ScheduleStatus::kFeasible) {
+      EXPECT_LE(last.upper_bound - last.value, gap * last.upper_bound) << gap;
+    }
+    // The returned schedule is worth at least the last round's and at most its certified bound.
+    EXPECT_GE(result.summary.value, last.value - kAgreement) << gap;
+    EXPECT_LE(result.summary.value, last.upper_bound + kAgreement) << gap;
+  }
+  EXPECT_GE(most_rounds, 3u);  // the tight gaps take several rounds, so the rule is exercised
+}
+
 TEST(ImplicitFlow, FloatStorageIsExactForTheRoundedGains) {
   const Workload w = tiny_workload("tiny", 250, 13);
   const HeadGroup group = head_group(w, 0, 0);
