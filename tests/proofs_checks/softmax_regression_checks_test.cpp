@@ -9,7 +9,9 @@
 #include "proofs_checks/softmax_regression_checks.hpp"
 #include "softmax_regression/approximate_newton.hpp"
 #include "softmax_regression/errata.hpp"
+#include "softmax_regression/hypotheses.hpp"
 #include "softmax_regression/lemma_checks.hpp"
+#include "softmax_regression/loss.hpp"
 #include "softmax_regression/newton.hpp"
 
 namespace subevict::proofs_checks {
@@ -46,6 +48,26 @@ TEST(LemmaD47Check, HeldAndAgreesWithTheLibraryMeasurement) {
   for (const sr::Instance& inst : instances)
     lowest = std::min(lowest, sr::measure_lemma_d47(inst.problem, inst.parameters, 10, 4).min_eigenvalue);
   EXPECT_TRUE(near(measurement(r, "min_eigenvalue"), lowest, Tol<double>::kValue));
+}
+
+TEST(LemmaD47Check, TheSandwichIsVacuousByTheMeasuredLooseness) {
+  // The sandwich 0.9 (B + W^2) <= W^2 <= 1.1 (B + W^2) holds once min w^2 >= max(9 lambda_max(B),
+  // -11 lambda_min(B)); its hypothesis asks 200 exp(R^2) + l / sigma^2. Recomputed here at the
+  // points the check samples (ball points 0..2 and x0).
+  const sr::Instance inst = instance(10, 1);
+  const CheckResult r = check_lemma_d47({inst}, 3, 4, library_hessian);
+  double need = 0;
+  for (int k = 0; k < 4; ++k) {
+    const Vector x = k < 3 ? sr::ball_point(inst.problem.d(), inst.parameters.R, 4, std::uint64_t(k)) : inst.x0;
+    const Matrix B = sr::b_matrix(sr::evaluate_point(inst.problem, x).f, inst.problem.b).full;
+    const Vector ev = Eigen::SelfAdjointEigenSolver<Matrix>(0.5 * (B + B.transpose())).eigenvalues();
+    need = std::max({need, 9.0 * ev[ev.size() - 1], -11.0 * ev[0]});
+  }
+  ASSERT_GT(need, 0.0);
+  const double sigma = sr::singular_value_range(inst.problem.A).min;
+  const double required = 200.0 * std::exp(100.0) + inst.parameters.l / (sigma * sigma);
+  EXPECT_NEAR(measurement(r, "sandwich_looseness"), std::log(required) - std::log(need), 1e-9);
+  EXPECT_GT(measurement(r, "sandwich_looseness"), 90.0);  // e-folds: no instance meeting it could fail
 }
 
 TEST(LemmaD47Check, WeakWeightsAreHypothesesNotMet) {
