@@ -101,11 +101,15 @@ CheckResult verdict_as_measurement(CheckResult result) {
     result.notes += (result.notes.empty() ? "" : " ") + std::string("The conclusion failed on: ") +
                     result.counterexample->description + ".";
   }
+  clear_verdict(result);
+  conclude_measurement(result);
+  return result;
+}
+
+void clear_verdict(CheckResult& result) {
   result.hypotheses_held = result.violations = result.vacuous = 0;
   result.worst_slack = std::numeric_limits<double>::infinity();
   result.counterexample.reset();
-  conclude_measurement(result);
-  return result;
 }
 
 void require_consistent(const CheckInfo& info, const CheckResult& result) {

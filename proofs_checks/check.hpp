@@ -139,6 +139,11 @@ void conclude(CheckResult& result);
 /// non-zero, or a counterexample): a measurement reports its numbers in `measurements`.
 void conclude_measurement(CheckResult& result);
 
+/// Clears a result's verdict: hypotheses_held, violations and vacuous to 0, no counterexample,
+/// worst_slack +inf (instances, measurements, series, key number and notes are kept). The caller
+/// concludes again.
+void clear_verdict(CheckResult& result);
+
 /// A claim's result reported as a measurement, for a statement whose conclusion follows from the
 /// way the run produces its instances (a one-step identity, a fitted constant): the counts become
 /// numbers (instances_with_hypotheses, conclusion_failures, worst_slack when finite), the

@@ -1,7 +1,5 @@
 #include "proofs_checks/workload_checks.hpp"
 
-#include <limits>
-
 #include "proofs_checks/dynamic_family.hpp"
 #include "proofs_checks/function_check.hpp"
 #include "proofs_checks/workload_structure.hpp"
@@ -18,6 +16,11 @@ InspectedWorkload inspected_of(const CheckContext& context) {
   return inspect_for_checks(workload, options);
 }
 
+/// The instance family of every structure claim.
+constexpr const char* kRealAttention =
+    "imported tensors of a real model (on a generated workload the hypotheses are not met: the generator "
+    "plants the structure)";
+
 /// A structure claim is about a real model's attention: on a generated workload (metadata
 /// "generator") the generator planted the structure, so the claim's hypotheses are not met there;
 /// its numbers stay as measurements of the generator.
@@ -29,9 +32,7 @@ CheckResult on_real_attention(const CheckContext& context, CheckResult result) {
                  "), whose parameters plant this structure; the numbers below measure the generator. " +
                  (result.counterexample ? "On it: " + result.counterexample->description + ". " : std::string()) +
                  result.notes;
-  result.hypotheses_held = result.violations = result.vacuous = 0;
-  result.counterexample.reset();
-  result.worst_slack = std::numeric_limits<double>::infinity();
+  clear_verdict(result);
   conclude(result);
   return result;
 }
@@ -44,7 +45,7 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
       {"h2o.sec3_sparsity", "H2O, Section 3 (Figure 2)",
        "Attention matrices are over 95% sparse in almost all layers.",
        "exact causal attention of every head; an entry is sparse when below 1% of its row maximum",
-       "per-layer mean sparsity > 0.95 in all but at most 10% of the layers", {"imported tensors of a real model (on a generated workload the hypotheses are not met: the generator plants the structure)"},
+       "per-layer mean sparsity > 0.95 in all but at most 10% of the layers", {kRealAttention},
        "proofs_checks/workload_structure.cpp"},
       [](const CheckContext& c) { return on_real_attention(c, check_sec3_sparsity(inspected_of(c))); }));
   checks.push_back(make_check(
@@ -53,7 +54,7 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
        "accumulated exact attention of the non-sink tokens, ranks 1..n/2",
        "per-layer mean R^2 of the log-log fit >= 0.95 in all but at most 10% of the layers (uniform causal "
        "attention, which has no heavy hitters, already fits at R^2 = 0.89, so 0.9 would not separate them)",
-       {"imported tensors of a real model (on a generated workload the hypotheses are not met: the generator plants the structure)"}, "proofs_checks/workload_structure.cpp"},
+       {kRealAttention}, "proofs_checks/workload_structure.cpp"},
       [](const CheckContext& c) { return on_real_attention(c, check_sec3_power_law(inspected_of(c))); }));
   checks.push_back(make_check(
       {"l2norm.attention_correlation", "Devoto et al. 2024 (arXiv 2406.11430), Section 3",
@@ -62,7 +63,7 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
        "layers >= 2 (all layers when the workload has no others); mean attention received per observing query, "
        "middle tokens (no sinks, no recent window)",
        "per-layer mean Spearman rho < -2 / sqrt(heads (m-1)) in every layer checked",
-       {"imported tensors of a real model (on a generated workload the hypotheses are not met: the generator plants the structure)"}, "proofs_checks/workload_structure.cpp"},
+       {kRealAttention}, "proofs_checks/workload_structure.cpp"},
       [](const CheckContext& c) { return on_real_attention(c, check_l2norm_correlation(inspected_of(c))); }));
   checks.push_back(make_check(
       {"streamingllm.attention_sinks", "StreamingLLM (Xiao et al. 2024), Section 3.1 and Figure 2",
@@ -70,7 +71,7 @@ std::vector<std::unique_ptr<Check>> workload_checks() {
        "layers >= 2 (all layers when the workload has no others); exact causal attention of every head, query rows "
        "i >= 64",
        "per-layer mean attention on token 0 > 0.5 in all but at most 10% of the layers checked",
-       {"imported tensors of a real model (on a generated workload the hypotheses are not met: the generator plants the structure)"}, "proofs_checks/workload_structure.cpp"},
+       {kRealAttention}, "proofs_checks/workload_structure.cpp"},
       [](const CheckContext& c) { return on_real_attention(c, check_attention_sinks(inspected_of(c))); }));
   return checks;
 }

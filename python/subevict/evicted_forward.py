@@ -131,7 +131,7 @@ def _one_thread():
     _subevict._set_threads(1)
 
 
-_HEAD_THREADS = [True]  # False in a worker process: the workers, not the heads, share the cores
+_head_threads = True  # False in a worker process: the workers, not the heads, share the cores
 
 
 def _per_head(function, heads, parallel):
@@ -139,7 +139,7 @@ def _per_head(function, heads, parallel):
     GIL while it solves; each thread's library calls run on one OpenMP thread, so that the heads,
     not Eigen's products inside one head, share the cores; one thread per head rather than per
     core, so that 3 heads on 2 cores end together)."""
-    if not parallel or len(heads) < 2 or not _HEAD_THREADS[0]:
+    if not parallel or len(heads) < 2 or not _head_threads:
         return [function(h) for h in heads]
     from concurrent.futures import ThreadPoolExecutor
 
@@ -284,9 +284,10 @@ def _worker_start():
     cores)."""
     import torch
 
+    global _head_threads
     torch.set_num_threads(1)
     _subevict._set_threads(1)
-    _HEAD_THREADS[0] = False
+    _head_threads = False
 
 
 def _worker_run(job):
@@ -349,22 +350,12 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     that evict (default every global layer; the others keep the full cache; a sliding-window
     layer, which keeps its window, is refused: the simulator and the optimum assume causal
     attention over every earlier key); workers: processes that run the (cache, budget) pairs side
-    by side, forked, one thread each (1: this process; Python policy objects always run here). Returns {"tokens", "full": {"perplexity", "nll", "token_logprob"},
-    "runs": [Run]} (Run.summary(full nll) is the JSON form). Progress (one unit per layer of a
-    run) goes to stderr unless quiet."""
-    import torch
-
-    from . import models as models_module
-
-    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        model = models_module.load(model)
-    ids = torch.as_tensor(np.asarray(ids), dtype=torch.int64).reshape(-1)
+    by side, forked, one thread each (1: this process; Python policy objects always run here).
+    Returns {"tokens", "full": {"perplexity", "nll", "token_logprob"}, "runs": [Run]}
+    (Run.summary(full nll) is the JSON form). Progress (one unit per layer of a run) goes to
+    stderr unless quiet."""
+    model, ids, caches = _inputs(model, ids, policies, horizon, workers)
     n = int(ids.shape[0])
-    if n < 2:
-        raise _subevict.InputError(f"closed_loop: ids: at least 2 tokens, got {n}")
-    if int(workers) < 1:
-        raise _subevict.InputError(f"closed_loop: workers: an integer >= 1, got {workers}")
-    caches = caches_of(policies, horizon)
     budget_list = [budgets] if isinstance(budgets, (int, float)) else list(budgets)
     if not budget_list:
         raise _subevict.InputError("closed_loop: budgets: at least one budget")
@@ -381,6 +372,23 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
                      (seed, horizon, keep_schedules, keep_qkv), int(workers), progress)
     return {"tokens": n, "full": {"perplexity": full["perplexity"], "nll": full["nll"],
                                   "token_logprob": full["token_logprob"]}, "runs": runs}
+
+
+def _inputs(model, ids, policies, horizon, workers):
+    """(model, ids, caches) of a closed-loop call, checked: the model (loaded when given as a GGUF
+    path), the ids as int64 [n] with n >= 2, the caches of `policies` (caches_of), workers >= 1."""
+    import torch
+
+    from . import models as models_module
+
+    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        model = models_module.load(model)
+    ids = torch.as_tensor(np.asarray(ids), dtype=torch.int64).reshape(-1)
+    if int(ids.shape[0]) < 2:
+        raise _subevict.InputError(f"closed_loop: ids: at least 2 tokens, got {int(ids.shape[0])}")
+    if int(workers) < 1:
+        raise _subevict.InputError(f"closed_loop: workers: an integer >= 1, got {workers}")
+    return model, ids, caches_of(policies, horizon)
 
 
 def evicting_layers(model, layers):
@@ -417,15 +425,8 @@ def one_layer_at_a_time(model, ids, policies, budget, layers=None, seed=0, horiz
     cache, and each run starts from the full model's hidden states at its layer. Returns
     {"tokens", "full": {"perplexity", "nll"}, "runs": [Run]} in (layer, cache) order; each Run has
     one LayerRecord. Progress as closed_loop; workers as closed_loop."""
-    import torch
-
-    from . import models as models_module
-
-    if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        model = models_module.load(model)
-    ids = torch.as_tensor(np.asarray(ids), dtype=torch.int64).reshape(-1)
+    model, ids, caches = _inputs(model, ids, policies, horizon, workers)
     n = int(ids.shape[0])
-    caches = caches_of(policies, horizon)
     k = _subevict.budget_size(float(budget), n, "closed_loop")
     chosen = sorted(evicting_layers(model, layers))
     check_decisions(caches, n, set(chosen))
