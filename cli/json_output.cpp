@@ -13,7 +13,7 @@ nlohmann::json to_json(const Shape& s) {
 }
 
 nlohmann::json to_json(const HeadStatistics& h) {
-  nlohmann::json doc = {{"layer", h.layer}, {"q_head", h.q_head}, {"kv_head", h.kv_head}};
+  nlohmann::json doc = {{"layer", h.layer}, {"q_head", h.q_head}, {"kv_head", h.kv_head}, {"window", h.window}};
   for_each_statistic([&](const char* name, double HeadStatistics::*field) { doc[name] = h.*field; });
   return doc;
 }

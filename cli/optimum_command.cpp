@@ -12,6 +12,8 @@
 #include "cli/json_output.hpp"
 #include "core/input_error.hpp"
 #include "core/npy.hpp"
+#include "core/number_text.hpp"
+#include "core/progress.hpp"
 #include "greedy/exact/branch_and_bound.hpp"
 #include "greedy/exact/exhaustive.hpp"
 #include "greedy/functions/facility_location.hpp"
@@ -42,6 +44,7 @@ struct OptimumArgs {
   double epsilon = 0.01;
   std::uint64_t seed = 0;
   std::string json;
+  bool quiet = false;
 };
 
 /// The function under study, with what the report needs to know about its origin.
@@ -154,8 +157,16 @@ Selection run_greedy(const greedy::SetFunction& f, const OptimumArgs& args) {
   return s;
 }
 
+/// True for the methods that search for the optimum (bnb, cbc, exhaustive); the others run greedy
+/// alone.
+bool searches_optimum(const std::string& method) {
+  return method == "bnb" || method == "cbc" || method == "exhaustive";
+}
+
+/// The search of a method that searches_optimum, or nothing for the others.
 std::optional<Selection> run_exact(const Problem& problem, const OptimumArgs& args,
                                    const Selection& greedy_run) {
+  if (!searches_optimum(args.method)) return std::nullopt;
   const greedy::SetFunction& f = *problem.function;
   const auto* facility = dynamic_cast<const greedy::FacilityLocation*>(&f);
   const auto* coverage = dynamic_cast<const greedy::WeightedCoverage*>(&f);
@@ -178,9 +189,6 @@ std::optional<Selection> run_exact(const Problem& problem, const OptimumArgs& ar
                                : greedy::weighted_coverage_ip(*coverage, args.k, options);
   }
   if (args.method == "exhaustive") return greedy::exhaustive_optimum(f, {args.k});
-  if (args.method == "greedy" || args.method == "lazy" || args.method == "stochastic") {
-    return std::nullopt;
-  }
   throw InputError("--method", "value", "greedy, lazy, stochastic, bnb, cbc or exhaustive", args.method);
 }
 
@@ -199,8 +207,25 @@ void run(OptimumArgs args) {
   }
   const Problem problem = read_problem(args);
   const greedy::SetFunction& f = *problem.function;
-  const Selection greedy_run = run_greedy(f, args);
-  const std::optional<Selection> exact = run_exact(problem, args, greedy_run);
+  const std::string greedy_name =
+      args.method == "greedy" || args.method == "stochastic" ? args.method : std::string("lazy");
+  const bool searches = searches_optimum(args.method);
+  Selection greedy_run;
+  std::optional<Selection> exact;
+  {
+    // Phases, not oracle calls: the search's length is unknown in advance, so in a log its phase
+    // shows as the heartbeat's "still running" line at least every 30 s. Closed before the report
+    // is printed (on a terminal the redrawn line is ended first).
+    Progress progress("optimum", searches ? 2 : 1, "phases", args.quiet);
+    progress.advance(0, "(" + greedy_name + " greedy)");
+    greedy_run = run_greedy(f, args);
+    progress.advance(1, "(" + greedy_name + " greedy, " + significant_digits(greedy_run.seconds, 3) + " s)");
+    if (searches) {
+      progress.advance(0, "(" + args.method + ")");
+      exact = run_exact(problem, args, greedy_run);
+      progress.advance(1, "(" + args.method + ", " + significant_digits(exact->seconds, 3) + " s)");
+    }
+  }
 
   // OPT if proven, else the best proven upper bound: the ratio is then a lower bound.
   const bool proven = exact.has_value() && exact->optimal;
@@ -213,8 +238,7 @@ void run(OptimumArgs args) {
   std::printf("%s on %s: n = %zu, k = %zu\n", f.name().c_str(), problem.source.c_str(),
               f.ground_size(), args.k);
   std::printf("greedy (%s): value %.10g, oracle calls %llu, %.4f s, online bound %.10g\n",
-              args.method == "greedy" || args.method == "stochastic" ? args.method.c_str() : "lazy",
-              greedy_run.value, static_cast<unsigned long long>(greedy_run.oracle_calls),
+              greedy_name.c_str(), greedy_run.value, static_cast<unsigned long long>(greedy_run.oracle_calls),
               greedy_run.seconds, greedy_run.upper_bound);
   if (exact.has_value()) {
     std::printf("%s: value %.10g (%s), upper bound %.10g, nodes %llu, oracle calls %llu, %.4f s\n",
@@ -275,6 +299,7 @@ void add_optimum_command(CLI::App& app) {
   cmd->add_option("--epsilon", args->epsilon, "Stochastic greedy's epsilon")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Stochastic greedy's seed")->capture_default_str();
   cmd->add_option("--json", args->json, "Also write the report as JSON");
+  cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
   cmd->callback([args]() { run(*args); });
 }
 

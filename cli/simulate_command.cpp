@@ -626,11 +626,19 @@ Outputs build_outputs(const std::vector<Cell>& cells, const std::vector<greedy::
 /// Every policy with its parameters and defaults (--list-policies).
 void print_policies() {
   std::cout << "policies (NAME or NAME:KEY=VALUE,...; docs/eviction.md):\n";
+  int key_width = 0, value_width = 0;  // the columns fit the longest key and default
+  for (const std::string& name : greedy::spec_policy_names()) {
+    for (const auto& p : greedy::policy_parameters(name)) {
+      key_width = std::max(key_width, int(p.key.size()));
+      value_width = std::max(value_width, int(p.default_value.size()));
+    }
+  }
   for (const std::string& name : greedy::spec_policy_names()) {
     const auto parameters = greedy::policy_parameters(name);
     std::cout << "  " << name << (parameters.empty() ? "  (no parameters)" : "") << "\n";
     for (const auto& p : parameters) {
-      std::printf("      %-11s default %-5s %s\n", p.key.c_str(), p.default_value.c_str(), p.meaning.c_str());
+      std::printf("      %-*s default %-*s %s\n", key_width, p.key.c_str(), value_width, p.default_value.c_str(),
+                  p.meaning.c_str());
     }
   }
 }

@@ -145,6 +145,27 @@ bool uses_structure_checks(const std::vector<std::unique_ptr<pc::Check>>& checks
   return false;
 }
 
+/// The layers verify reads in an imported workload: `chosen` (a layer set; empty: all), restricted
+/// to layers with global causal attention, the attention H2O's claims are stated for. By default
+/// the sliding-window layers are left out (stderr says which); naming one is an InputError.
+std::vector<int> global_layers(const Workload& workload, const std::string& chosen) {
+  const std::vector<int> layers = parse_index_set(chosen.empty() ? "all" : chosen, workload.shape().layers,
+                                                  {"verify", "--layers", "layers"});
+  std::vector<int> global, windowed;
+  for (int l : layers) (workload.window(l) > 0 ? windowed : global).push_back(l);
+  if (windowed.empty()) return layers;
+  const std::string what = "layers " + format_index_set(windowed) + " attend over a sliding window of " +
+                           std::to_string(workload.window(windowed.front())) + " keys";
+  if (!chosen.empty() || global.empty()) {
+    throw InputError("verify", "--layers",
+                     "layers with global causal attention (the attention H2O's claims are stated for; "
+                     "workload inspect and simulate measure the sliding-window layers)",
+                     what);
+  }
+  std::cerr << "verify: " << what << "; the checks read the global layers " << format_index_set(global) << "\n";
+  return global;
+}
+
 /// The statistics per head of `layers`, measured once for every structure check, with progress.
 std::vector<HeadStatistics> measure_structure(const Workload& workload, const std::vector<int>& layers, bool quiet) {
   Progress progress("verify: measuring attention", (long long)layers.size() * workload.shape().q_heads, "heads", quiet);
@@ -183,8 +204,7 @@ void run_verify(VerifyArgs args, const Given& given) {
     ReadOptions read_options;
     read_options.allow_nonfinite = args.allow_nonfinite;
     workload = read_workload(args.workload, read_options);
-    layers = parse_index_set(args.layers.empty() ? "all" : args.layers, workload.shape().layers,
-                             {"verify", "--layers", "layers"});
+    layers = global_layers(workload, args.layers);
     // The checks read the chosen layers: they cannot run on non-finite attention even when the file is accepted.
     if (args.allow_nonfinite) {
       std::vector<int> kv_heads(std::size_t(workload.shape().kv_heads));

@@ -100,26 +100,37 @@ void add_generate(CLI::App& parent) {
   });
 }
 
+/// "global" or the window's size in keys.
+std::string window_text(int window) { return window > 0 ? std::to_string(window) : "global"; }
+
 void print_table(const std::vector<HeadStatistics>& heads, const std::string& by, double sink_threshold) {
-  std::printf("%5s %5s %5s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "sparsity",
-              "sink", "recent", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10", "sinkhead");
-  auto row = [](const std::string& l, const std::string& h, const std::string& kv, const HeadStatistics& s,
-                double sink_heads) {
-    std::printf("%5s %5s %5s %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(), h.c_str(),
-                kv.c_str(), s.sparsity, s.sink_mass, s.recent_mass, s.power_law_exponent, s.power_law_r2,
-                s.heavy_share, s.norm_attention_spearman, s.first_token_mass, s.received_top_share, sink_heads);
+  std::printf("%5s %5s %5s %7s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "window",
+              "sparsity", "sink", "recent", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10", "sinkhead");
+  auto row = [](const std::string& l, const std::string& h, const std::string& kv, const std::string& window,
+                const HeadStatistics& s, double sink_heads) {
+    std::printf("%5s %5s %5s %7s %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(),
+                h.c_str(), kv.c_str(), window.c_str(), s.sparsity, s.sink_mass, s.recent_mass, s.power_law_exponent,
+                s.power_law_r2, s.heavy_share, s.norm_attention_spearman, s.first_token_mass, s.received_top_share,
+                sink_heads);
   };
   if (by == "layer") {
     for (const LayerStatistics& l : per_layer_statistics(heads, sink_threshold)) {
-      row(std::to_string(l.layer), std::to_string(l.heads), "", l.mean, l.sink_head_rate);
+      row(std::to_string(l.layer), std::to_string(l.heads), "", window_text(l.mean.window), l.mean, l.sink_head_rate);
     }
   } else {
     for (const HeadStatistics& s : heads) {
-      row(std::to_string(s.layer), std::to_string(s.q_head), std::to_string(s.kv_head), s,
+      row(std::to_string(s.layer), std::to_string(s.q_head), std::to_string(s.kv_head), window_text(s.window), s,
           s.late_first_token_mass > sink_threshold ? 1.0 : 0.0);
     }
   }
-  row("mean", "", "", mean_statistics(heads), sink_head_rate(heads, sink_threshold));
+  row("mean", "", "", "", mean_statistics(heads), sink_head_rate(heads, sink_threshold));
+  // Global and sliding-window layers apart when both were measured.
+  std::vector<HeadStatistics> global, windowed;
+  for (const HeadStatistics& s : heads) (s.window > 0 ? windowed : global).push_back(s);
+  if (!global.empty() && !windowed.empty()) {
+    row("mean", "", "", "global", mean_statistics(global), sink_head_rate(global, sink_threshold));
+    row("mean", "", "", "window", mean_statistics(windowed), sink_head_rate(windowed, sink_threshold));
+  }
 }
 
 void add_inspect(CLI::App& parent) {
@@ -174,6 +185,15 @@ void add_inspect(CLI::App& parent) {
     const HeadStatistics mean = mean_statistics(statistics);
     std::cout << *file << ": " << to_string(w.shape()) << " (" << w.shape().attention_kind()
               << ", score scale " << w.score_scale() << ")\n";
+    if (w.has_windows()) {
+      std::vector<int> windowed;
+      for (int l = 0; l < w.shape().layers; ++l) {
+        if (w.window(l) > 0) windowed.push_back(l);
+      }
+      std::cout << "sliding-window layers " << format_index_set(windowed) << " (window "
+                << window_text(w.window(windowed.front())) << " keys, each layer's own in the table); the others "
+                << "global\n";
+    }
     std::cout << "layers " << format_index_set(options.layers) << ", query heads " << format_index_set(options.q_heads)
               << ": " << statistics.size() << " (layer, query head) pairs\n";
     print_table(statistics, !table->empty() ? *table : (options.layers.size() > 1 ? "layer" : "head"),
@@ -182,6 +202,7 @@ void add_inspect(CLI::App& parent) {
       nlohmann::json doc = {{"file", *file},
                             {"shape", to_json(w.shape())},
                             {"score_scale", w.score_scale()},
+                            {"attention_windows", w.windows()},
                             {"metadata", w.metadata},
                             {"measured",
                              {{"layers", options.layers},
@@ -201,7 +222,10 @@ void add_inspect(CLI::App& parent) {
                             {"layers", nlohmann::json::array()},
                             {"heads", nlohmann::json::array()}};
       for (const LayerStatistics& l : per_layer_statistics(statistics, opt->sink_head_threshold)) {
-        doc["layers"].push_back({{"layer", l.layer}, {"heads", l.heads}, {"sink_head_rate", l.sink_head_rate},
+        doc["layers"].push_back({{"layer", l.layer},
+                                 {"window", l.mean.window},
+                                 {"heads", l.heads},
+                                 {"sink_head_rate", l.sink_head_rate},
                                  {"mean", to_json(l.mean)}});
       }
       for (const HeadStatistics& h : statistics) doc["heads"].push_back(to_json(h));

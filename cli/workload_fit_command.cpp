@@ -69,7 +69,7 @@ nlohmann::json fit_json(const FitArgs& args, const ProfileFit& fit) {
     }
     layers.push_back(row);
   }
-  return {{"input", args.input}, {"profile", args.output}, {"seed", args.options.seed},
+  return {{"input", args.input}, {"profile", args.output}, {"seed", args.options.seed}, {"seeds", args.options.seeds},
           {"tokens", args.options.tokens}, {"layers", layers}};
 }
 
@@ -85,6 +85,10 @@ void add_workload_fit(CLI::App& workload) {
   cmd->add_option("--json", args->json, "Also write the fit quality per layer and statistic as JSON");
   cmd->add_option("--name", args->name, "Name recorded in the profile (default: the input's file name)");
   cmd->add_option("--seed", args->options.seed, "Seed the twin is fitted for")->capture_default_str();
+  cmd->add_option("--seeds", args->options.seeds,
+                  "Fit the mean statistics of this many seeds (--seed onwards): a twin for every seed, not one draw")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--evaluations", args->options.max_evaluations, "Generated copies measured per layer")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

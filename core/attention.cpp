@@ -27,8 +27,13 @@ Eigen::VectorXd softmax(const Eigen::VectorXd& logits) {
   return (e / e.sum()).matrix();
 }
 
-Eigen::VectorXd attention_row(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale) {
-  return softmax(causal_logits(q, k, i, scale));
+Eigen::VectorXd attention_row(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale, int window) {
+  if (window < 0) throw std::invalid_argument("attention_row: window must be >= 0");
+  const Eigen::VectorXd logits = causal_logits(q, k, i, scale);
+  const int first = first_visible_key(i, window);
+  Eigen::VectorXd row = Eigen::VectorXd::Zero(logits.size());
+  row.tail(i + 1 - first) = softmax(logits.tail(i + 1 - first));
+  return row;
 }
 
 Eigen::VectorXd tracked_attention(const Eigen::VectorXd& logits, const std::vector<bool>& in_set) {
@@ -58,8 +63,10 @@ Eigen::VectorXd attention_output(const Eigen::VectorXd& weights, const ConstHead
 
 void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
                               int block_rows,
-                              const std::function<void(int, const Eigen::MatrixXd&)>& visit) {
+                              const std::function<void(int, const Eigen::MatrixXd&)>& visit,
+                              int window) {
   const int n = int(q.rows());
+  if (window < 0) throw std::invalid_argument("for_each_attention_block: window must be >= 0");
   if (k.rows() != n || q.cols() != k.cols()) {
     throw std::invalid_argument("for_each_attention_block: q and k disagree in shape");
   }
@@ -71,11 +78,12 @@ void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, doub
     const int cols = first + rows;  // keys a block can see
     probs.noalias() = scale * (q.middleRows(first, rows).cast<double>() * kd.topRows(cols).transpose());
     for (int r = 0; r < rows; ++r) {
-      const int visible = first + r + 1;
-      auto row = probs.row(r).head(visible);
+      const int visible = first + r + 1, from = first_visible_key(first + r, window);
+      auto row = probs.row(r).segment(from, visible - from);
       const double m = row.maxCoeff();
       row = underflow_exp(row.array() - m).matrix();
       row /= row.sum();
+      probs.row(r).head(from).setZero();
       probs.row(r).tail(cols - visible).setZero();
     }
     if (cols < n) {
@@ -86,12 +94,12 @@ void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, doub
   }
 }
 
-Eigen::MatrixXd causal_attention(const ConstHeadMap& q, const ConstHeadMap& k, double scale) {
+Eigen::MatrixXd causal_attention(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int window) {
   const int n = int(q.rows());
   Eigen::MatrixXd a(n, n);
-  for_each_attention_block(q, k, scale, 256, [&](int first, const Eigen::MatrixXd& probs) {
-    a.middleRows(first, probs.rows()) = probs;
-  });
+  for_each_attention_block(
+      q, k, scale, 256, [&](int first, const Eigen::MatrixXd& probs) { a.middleRows(first, probs.rows()) = probs; },
+      window);
   return a;
 }
 

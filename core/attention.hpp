@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Exact causal attention and attention over a tracked set (theory.md §1), in double precision.
-/// Tokens are 0-based: query i attends over keys 0..i.
+/// Tokens are 0-based: query i attends over keys 0..i, or over its last W keys on a layer with a
+/// sliding window of W keys (Workload::window; window 0 = global).
 
 #include <Eigen/Core>
 #include <functional>
@@ -10,6 +11,10 @@
 #include "core/workload.hpp"
 
 namespace subevict {
+
+/// The first key query i sees: 0 with window 0 (global), max(0, i - window + 1) with a sliding
+/// window of `window` keys. Precondition: i >= 0, window >= 0.
+constexpr int first_visible_key(int i, int window) { return window > 0 && i - window + 1 > 0 ? i - window + 1 : 0; }
 
 /// Scores s_ij = scale * <q_i, k_j> for j = 0..i (a vector of length i + 1). O(i * d).
 Eigen::VectorXd causal_logits(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale);
@@ -35,8 +40,10 @@ auto underflow_exp(const Eigen::ArrayBase<Derived>& shifted) {
 /// x non-empty with finite entries.
 Eigen::VectorXd softmax(const Eigen::VectorXd& logits);
 
-/// Exact causal attention row a_i (H2O Def D.9): softmax of causal_logits(q, k, i, scale).
-Eigen::VectorXd attention_row(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale);
+/// Exact causal attention row a_i (H2O Def D.9): softmax of causal_logits(q, k, i, scale), length
+/// i + 1; with a sliding window the softmax runs over keys first_visible_key(i, window)..i and
+/// the earlier entries are exactly 0.
+Eigen::VectorXd attention_row(const ConstHeadMap& q, const ConstHeadMap& k, int i, double scale, int window = 0);
 
 /// Tracked attention (Def D.10, corrected per theory.md §9 erratum 4): the softmax of `logits`
 /// restricted to the positions where in_set[j] is true, exactly 0 elsewhere. Precondition:
@@ -47,16 +54,20 @@ Eigen::VectorXd tracked_attention(const Eigen::VectorXd& logits, const std::vect
 /// tokens x d). Precondition: weights.size() <= v.rows().
 Eigen::VectorXd attention_output(const Eigen::VectorXd& weights, const ConstHeadMap& v);
 
-/// The whole causal attention matrix (n x n, lower triangular, zeros above the diagonal).
-/// Memory 8 n^2 bytes: use for_each_attention_block for large n.
-Eigen::MatrixXd causal_attention(const ConstHeadMap& q, const ConstHeadMap& k, double scale);
+/// The whole causal attention matrix (n x n, lower triangular, zeros above the diagonal and, with
+/// a sliding window, before each row's first visible key). Memory 8 n^2 bytes: use
+/// for_each_attention_block for large n.
+Eigen::MatrixXd causal_attention(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int window = 0);
 
 /// Streams exact causal attention in blocks of `block_rows` query rows: calls
 /// visit(first_row, probs) where probs is rows x n, row r holding a_{first_row + r} in its first
-/// first_row + r + 1 columns and zeros after. Each block costs one GEMM; memory 8 * block_rows * n
-/// bytes. The visitor must not keep references to probs.
+/// first_row + r + 1 columns and zeros after (with a sliding window of `window` keys, also zeros
+/// before column first_visible_key(first_row + r, window)). Each block costs one GEMM; memory
+/// 8 * block_rows * n bytes. The visitor must not keep references to probs. Throws
+/// std::invalid_argument for window < 0.
 void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
                               int block_rows,
-                              const std::function<void(int, const Eigen::MatrixXd&)>& visit);
+                              const std::function<void(int, const Eigen::MatrixXd&)>& visit,
+                              int window = 0);
 
 }  // namespace subevict

@@ -21,12 +21,14 @@ namespace {
 /// largest probability p* = a_ij* >= 1/(i+1): L_i = s_ij* - log p*, accurate to a few ulps because
 /// p* cannot underflow.
 ExactRows portable_rows(const ConstHeadMap& q, const ConstHeadMap& k, const ConstHeadMap& v,
-                        double scale) {
+                        double scale, int window) {
   constexpr int kBlockRows = 128;
   const int n = int(k.rows());
   const RowMatrixd values = v.cast<double>();
   ExactRows rows{std::vector<double>(std::size_t(n)), RowMatrixd(n, k.cols())};
-  for_each_attention_block(q, k, scale, kBlockRows, [&](int first, const Eigen::MatrixXd& probs) {
+  for_each_attention_block(
+      q, k, scale, kBlockRows,
+      [&](int first, const Eigen::MatrixXd& probs) {
     const int count = int(probs.rows()), cols = first + count;
     rows.output.middleRows(first, count).noalias() = probs.leftCols(cols) * values.topRows(cols);
     for (int r = 0; r < count; ++r) {
@@ -36,14 +38,15 @@ ExactRows portable_rows(const ConstHeadMap& q, const ConstHeadMap& k, const Cons
       const double s = scale * q.row(i).cast<double>().dot(k.row(j).cast<double>());
       rows.log_normalizer[std::size_t(i)] = s - std::log(p);
     }
-  });
+      },
+      window);
   return rows;
 }
 
 }  // namespace
 
 ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k, const ConstHeadMap& v,
-                               double scale, CpuPath path) {
+                               double scale, CpuPath path, int window) {
   const Eigen::Index n = q.rows(), d = q.cols();
   if (n == 0 || k.rows() != n || v.rows() != n || k.cols() != d || v.cols() != d || d == 0) {
     throw std::invalid_argument(
@@ -52,7 +55,8 @@ ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k, con
         std::to_string(k.cols()) + ", v " + std::to_string(v.rows()) + "x" +
         std::to_string(v.cols()));
   }
-  if (path == CpuPath::kPortable) return portable_rows(q, k, v, scale);
+  if (window < 0) throw std::invalid_argument("exact_attention_rows: window must be >= 0");
+  if (path == CpuPath::kPortable || window > 0) return portable_rows(q, k, v, scale, window);
   if (!cpu_supports_avx2_fma()) {
     throw InputError("exact attention rows", "cpu path avx2", "a CPU with AVX2 and FMA");
   }
@@ -62,7 +66,7 @@ ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k, con
                                     rows.log_normalizer.data(), rows.output.data());
   return rows;
 #else
-  return portable_rows(q, k, v, scale);  // unreachable: cpu_supports_avx2_fma() is false
+  return portable_rows(q, k, v, scale, window);  // unreachable: cpu_supports_avx2_fma() is false
 #endif
 }
 

@@ -30,9 +30,12 @@ struct ExactRows {
 /// O(n^2 d) (2 n^2 d flops on the AVX2 path, about 4 n^2 d on the portable one, which computes
 /// whole blocks); memory O(n d) doubles. The portable path is the arithmetic the simulator used
 /// before the dispatch existed (its results are unchanged).
+/// With a sliding window of `window` keys (> 0) the sums run over j in
+/// [first_visible_key(i, window), i] (core/attention.hpp), on the portable path whatever `path`
+/// says (the AVX2 kernel is causal only); window < 0 throws std::invalid_argument.
 [[nodiscard]] ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k,
                                              const ConstHeadMap& v, double scale,
-                                             CpuPath path = active_cpu_path());
+                                             CpuPath path = active_cpu_path(), int window = 0);
 
 /// How far two paths' exact rows may differ (the same quantities computed in double with other
 /// summation orders, FMA, and exp within 2 ulp). With M = max_ij scale ||q_i|| ||k_j|| and

@@ -99,6 +99,10 @@ void LlmLikeParams::validate() const {
   require(in_magnitude(sink_logit), "sink_logit", magnitude, sink_logit);
   require(sink_head_fraction >= 0 && sink_head_fraction <= 1, "sink_head_fraction", "a value in [0, 1]",
           sink_head_fraction);
+  require(sink_heads >= -1, "sink_heads", "a count >= 0, or -1 (sink_head_fraction decides)", sink_heads);
+  require(low_norm_sinks == 0 || low_norm_sinks == 1, "low_norm_sinks", "0 or 1", low_norm_sinks);
+  require(exact_recency == 0 || exact_recency == 1, "exact_recency", "0 or 1", exact_recency);
+  require(fixed_structure == 0 || fixed_structure == 1, "fixed_structure", "0 or 1", fixed_structure);
   require(token_types >= 1 && token_types <= kLlmMaxTokenTypes, "token_types",
           "an integer in [1, " + std::to_string(kLlmMaxTokenTypes) + "]", token_types);
   require(std::isfinite(zipf_alpha) && zipf_alpha >= 0, "zipf_alpha", "a finite value >= 0", zipf_alpha);
@@ -112,6 +116,7 @@ void LlmLikeParams::validate() const {
   require(std::isfinite(rope_base) && rope_base > 1, "rope_base", "a finite value > 1", rope_base);
   require(std::isfinite(temperature) && temperature >= kLlmMinMagnitude, "temperature", least, temperature);
   require(in_magnitude(value_std), "value_std", magnitude, value_std);
+  require(window >= 0, "window", "0 (global) or a sliding window of >= 1 keys", window);
 }
 
 WorkloadSpec spec_from_preset(const std::string& name, int tokens, int layers, std::uint64_t seed,
@@ -152,7 +157,17 @@ void validate_spec(const WorkloadSpec& spec) {
   if (d % 2 != 0 || d < 8 || d > kMaxHeadDim) {
     throw InputError("llm-like generator", "head_dim", "an even number in [8, 1024]", std::to_string(d));
   }
-  if (spec.layer_params.empty()) return spec.llm.validate();
+  auto heads_fit = [&](const LlmLikeParams& p, const std::string& where) {
+    if (p.sink_heads > spec.shape.q_heads) {
+      throw InputError("workload spec", where + "sink_heads",
+                       "at most the query heads (" + std::to_string(spec.shape.q_heads) + ")",
+                       std::to_string(p.sink_heads));
+    }
+  };
+  if (spec.layer_params.empty()) {
+    spec.llm.validate();
+    return heads_fit(spec.llm, "");
+  }
   const std::size_t layers = std::size_t(spec.shape.layers);
   if (spec.layer_params.size() != layers) {
     throw InputError("workload spec", "layer_params", "one entry per layer (" + std::to_string(layers) + ")",
@@ -167,6 +182,7 @@ void validate_spec(const WorkloadSpec& spec) {
     } catch (const InputError& e) {
       throw InputError("workload spec", where, std::string("valid parameters (") + e.what() + ")");
     }
+    heads_fit(p, where + " ");
     auto agree = [&](const char* field, double mine, double theirs) {
       if (mine != theirs) {
         throw InputError("workload spec", where + " " + field,
@@ -183,13 +199,18 @@ void validate_spec(const WorkloadSpec& spec) {
 
 namespace {
 
-/// prepare_workload for `layers` of the spec's layers (the tensors' shape; the metadata is the
-/// whole spec's). Precondition: validate_spec(spec) passed.
-Workload prepare_layers(const WorkloadSpec& spec, int layers) {
+/// prepare_workload for the spec's layers first..first + layers − 1 (the tensors' shape and those
+/// layers' windows; the metadata is the whole spec's). Precondition: validate_spec(spec) passed.
+Workload prepare_layers(const WorkloadSpec& spec, int first, int layers) {
   Shape shape = spec.shape;
   shape.layers = layers;
   Workload w(shape);
   if (spec.score_scale > 0) w.set_score_scale(spec.score_scale);
+  if (spec.kind == GeneratorKind::kLlmLike) {
+    std::vector<int> windows;
+    for (int l = first; l < first + layers; ++l) windows.push_back(spec.layer_llm(l).window);
+    w.set_windows(windows);
+  }
   w.metadata["generator"] = to_string(spec.kind);
   if (spec.kind == GeneratorKind::kLlmLike) {
     // One "llm.NAME" per parameter with one value in every layer; the others per layer, as JSON.
@@ -215,7 +236,7 @@ Workload prepare_layers(const WorkloadSpec& spec, int layers) {
 
 Workload prepare_workload(const WorkloadSpec& spec) {
   validate_spec(spec);
-  return prepare_layers(spec, spec.shape.layers);
+  return prepare_layers(spec, 0, spec.shape.layers);
 }
 
 Workload generate_layers(const WorkloadSpec& spec, int first, int count, int threads) {
@@ -225,7 +246,7 @@ Workload generate_layers(const WorkloadSpec& spec, int first, int count, int thr
     throw InputError("generator", "layers", "a range within the spec's " + std::to_string(spec.shape.layers) +
                      " layers", "first " + std::to_string(first) + ", count " + std::to_string(count));
   }
-  Workload w = prepare_layers(spec, count);
+  Workload w = prepare_layers(spec, first, count);
   if (spec.kind == GeneratorKind::kGaussian) {
     generate_gaussian(spec, first, threads, w);
   } else {

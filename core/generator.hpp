@@ -41,7 +41,8 @@ inline constexpr int kLlmMaxTokenTypes = 1 << 18;
 /// key norm -norm_logit_range * U_j, i.e. low-norm keys attract attention.
 /// Sink heads: the query term a u is present only in the query heads that are sink heads; query
 /// head h of layer l is one iff uniform(seed, stream (kSinkHead, l, h), 0) < sink_head_fraction
-/// (so 1 makes every head one, the model before the fraction existed, and 0 none).
+/// (so 1 makes every head one, the model before the fraction existed, and 0 none); with
+/// sink_heads >= 0 exactly that many heads per layer are (see LlmLikeParams::sink_heads).
 /// A WorkloadSpec may give each layer its own LlmLikeParams (WorkloadSpec::layer_params).
 ///
 /// Magnitude bounds (validate, validate_spec): the logit strengths, value_std and norm_spread are
@@ -55,6 +56,29 @@ struct LlmLikeParams {
   int sinks = 4;                 ///< number of sink tokens (the first positions)
   double sink_logit = 7.0;
   double sink_head_fraction = 1.0;  ///< share of query heads that attend to the sinks, in [0, 1]
+  /// Exact number of sink heads per layer, in [0, q_heads]; -1 (the default, and every profile
+  /// written before the field existed): sink_head_fraction decides per head. When set, the seed
+  /// chooses WHICH heads (the sink_heads smallest draws uniform(seed, (kSinkHead, l, h), 0), ties
+  /// to the lower head) but never HOW MANY, so every seed of a twin has the same sink structure.
+  int sink_heads = -1;
+  /// 1: the sink tokens get the lowest key norm, as in real models: a sink key is only its sink
+  /// direction, a_k u with a_k = min(a, ref / 4) (ref the key norm of a token without sink and
+  /// norm component), and the sink amplitude sits on the query side (a_q = a^2 / a_k, so the sink
+  /// logit is unchanged); no content, recency, type or norm term (m_j = 0); the other keys carry
+  /// no content along u (so a_q reads no noise from them). 0 (the default): the
+  /// sink key is an ordinary key plus a u, with a mid-range drawn norm component.
+  int low_norm_sinks = 0;
+  /// 1: the recency vector w has the same magnitude in every rotary pair (only each pair's phase
+  /// is drawn), so the recency logit is exactly recency_logit * mean_p cos((i-j) theta_p) under
+  /// every seed. 0 (the default): w is a uniformly drawn unit vector, the documented mean holds
+  /// in expectation only and the recency profile of a (layer, KV head) varies with the seed.
+  int exact_recency = 0;
+  /// 1: the layer's per-head structure (which heads are sink heads, the directions u, c, p, p',
+  /// the recency vector w, the type saliences cos phi_t) is drawn with seed 0 whatever the
+  /// workload's seed, like a model's weights; only the token-level draws (content, token types,
+  /// norm components m_j) follow the seed, like the text. A twin's seeds then differ as texts do.
+  /// 0 (the default): every draw follows the seed.
+  int fixed_structure = 0;
   int token_types = 512;
   double zipf_alpha = 1.1;
   double heavy_logit = 1.2;
@@ -64,12 +88,16 @@ struct LlmLikeParams {
   double rope_base = 10000.0;
   double temperature = 1.0;      ///< queries are divided by this
   double value_std = 1.0;
+  /// The layer's attention mask (Workload::window): 0 global, W >= 1 a sliding window of W keys.
+  /// It shapes no tensor; the generated workload records it, and every measurement masks with it.
+  int window = 0;
 
   /// Throws InputError naming the field and its range unless every value is finite and in range:
   /// content_logit_std, sink_logit, heavy_logit, norm_logit_range, recency_logit and value_std in
-  /// [0, kLlmMaxMagnitude]; sinks >= 0; sink_head_fraction in [0, 1]; token_types in [1, kLlmMaxTokenTypes];
+  /// [0, kLlmMaxMagnitude]; sinks >= 0; sink_head_fraction in [0, 1]; sink_heads >= -1;
+  /// low_norm_sinks, exact_recency and fixed_structure 0 or 1; token_types in [1, kLlmMaxTokenTypes];
   /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
-  /// temperature >= kLlmMinMagnitude.
+  /// temperature >= kLlmMinMagnitude; window >= 0.
   void validate() const;
 
   friend bool operator==(const LlmLikeParams&, const LlmLikeParams&) = default;
@@ -96,12 +124,17 @@ void for_each_llm_field(Params& params, Visit visit) {
 }
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
-/// sink_head_fraction. The one list the command line, the workload metadata and profile files
+/// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency and fixed_structure. The one list the command line, the workload metadata and profile files
 /// (core/generator_profile.hpp) are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
   for_each_llm_field(params, visit);
   visit("sink_head_fraction", params.sink_head_fraction, "Share of query heads that attend to the sinks");
+  visit("window", params.window, "Attention mask: 0 global, W a sliding window of W keys");
+  visit("sink_heads", params.sink_heads, "Exact sink heads per layer (-1: sink_head_fraction decides per head)");
+  visit("low_norm_sinks", params.low_norm_sinks, "1: sink keys have the lowest key norm (sink amplitude on the query side)");
+  visit("exact_recency", params.exact_recency, "1: the same recency spectrum under every seed (equal weight per rotary pair)");
+  visit("fixed_structure", params.fixed_structure, "1: per-head structure drawn with seed 0 (a model's weights); tokens follow the seed");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

@@ -16,7 +16,7 @@
 ///   [[layers]]                # exactly shape.layers tables in layer order; their fields
 ///   sink_head_fraction = 0.0  #   override [defaults], omitted ones keep [defaults]'s value
 ///
-/// Integer fields (sinks, token_types) take TOML integers; the others numbers (integer or float).
+/// Integer fields (sinks, token_types, window) take TOML integers; the others numbers (integer or float).
 
 #include <cstdint>
 #include <string>

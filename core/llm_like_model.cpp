@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace subevict {
 namespace {
@@ -45,6 +46,15 @@ LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score
   c.inv_temperature = 1.0 / prm.temperature;
   c.value_std = prm.value_std;
   c.sinks = prm.sinks;
+  c.sink_amp_q = c.sink_amp;
+  c.low_norm_sinks = prm.low_norm_sinks;
+  if (prm.low_norm_sinks != 0 && c.sink_amp > 0) {
+    // The key norm of a token without sink and norm component: content, recency, type terms.
+    const double ref = std::sqrt(c.sigma * c.sigma * d + c.rho * c.rho + c.beta * c.beta);
+    const double a = c.sink_amp;
+    if (ref > 0 && ref / 4 < a) c.sink_amp = ref / 4;
+    c.sink_amp_q = a * a / c.sink_amp;
+  }
   return c;
 }
 
@@ -62,9 +72,16 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
   for (int l = 0; l < s.layers; ++l) {
     const LlmLikeParams& layer = spec.layer_llm(l);
     t.layers.push_back(layer_tables(layer, d, spec.score_scale));
-    for (int h = 0; h < s.q_heads; ++h) {
-      t.sink_head[std::size_t(l) * s.q_heads + h] =
-          uniform(spec.seed, stream_id(Stream::kSinkHead, l, h), 0) < layer.sink_head_fraction;
+    std::vector<std::pair<double, int>> draws;
+    const std::uint64_t structure_seed = layer.fixed_structure != 0 ? 0 : spec.seed;
+    for (int h = 0; h < s.q_heads; ++h) draws.push_back({uniform(structure_seed, stream_id(Stream::kSinkHead, l, h), 0), h});
+    if (layer.sink_heads < 0) {
+      for (const auto& [draw, h] : draws) t.sink_head[std::size_t(l) * s.q_heads + h] = draw < layer.sink_head_fraction;
+    } else {  // exactly sink_heads heads: those with the smallest draws (ties to the lower head)
+      std::sort(draws.begin(), draws.end());
+      for (int r = 0; r < layer.sink_heads && r < s.q_heads; ++r) {
+        t.sink_head[std::size_t(l) * s.q_heads + draws[std::size_t(r)].second] = 1;
+      }
     }
   }
 
@@ -96,16 +113,25 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
     for (int h = 0; h < s.kv_heads; ++h) {
       LlmLikeHeadTables& ht = t.heads[std::size_t(l) * s.kv_heads + h];
       const std::uint64_t dir_stream = stream_id(Stream::kDirections, l, h);
-      const auto dirs = orthonormal_draw(spec.seed, dir_stream, 0, 4, kStructureDims);
+      const std::uint64_t structure_seed = spec.layer_llm(l).fixed_structure != 0 ? 0 : spec.seed;
+      const auto dirs = orthonormal_draw(structure_seed, dir_stream, 0, 4, kStructureDims);
       std::copy_n(&dirs[0], kStructureDims, ht.u);
       std::copy_n(&dirs[kStructureDims], kStructureDims, ht.c);
       std::copy_n(&dirs[2 * kStructureDims], kStructureDims, ht.p);
       std::copy_n(&dirs[3 * kStructureDims], kStructureDims, ht.p_perp);
-      ht.w = orthonormal_draw(spec.seed, dir_stream, 4 * kStructureDims, 1, 2 * pairs);
+      ht.w = orthonormal_draw(structure_seed, dir_stream, 4 * kStructureDims, 1, 2 * pairs);
+      if (spec.layer_llm(l).exact_recency != 0) {  // the same weight 1/pairs in every pair: only phases drawn
+        for (int p = 0; p < pairs; ++p) {
+          const double len = std::sqrt(ht.w[2 * p] * ht.w[2 * p] + ht.w[2 * p + 1] * ht.w[2 * p + 1]);
+          const double scale = len > 0 ? 1.0 / (len * std::sqrt(double(pairs))) : 0.0;
+          ht.w[2 * p] = len > 0 ? ht.w[2 * p] * scale : 1.0 / std::sqrt(double(pairs));
+          ht.w[2 * p + 1] *= scale;
+        }
+      }
       ht.cos_phi.resize(prm.token_types);
       const std::uint64_t sal_stream = stream_id(Stream::kTypeSalience, l, h);
       for (int type = 0; type < prm.token_types; ++type) {
-        const double exp1 = -std::log(uniform(spec.seed, sal_stream, type));
+        const double exp1 = -std::log(uniform(structure_seed, sal_stream, type));
         ht.cos_phi[type] = std::min(1.0, exp1 / 6.0);
       }
     }
@@ -143,7 +169,20 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
                       int layer, int kv_head, int j, float* out) {
   double row[1024];
   const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
+  if (c.low_norm_sinks != 0 && j < c.sinks) {  // a low-norm sink key: its sink direction alone
+    const int base = t.head_dim - kStructureDims;
+    for (int x = 0; x < t.head_dim; ++x) out[x] = float(x < base ? 0.0 : c.sink_amp * head.u[x - base]);
+    return;
+  }
   rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, row);
+  const int first = t.head_dim - kStructureDims;
+  if (c.low_norm_sinks != 0) {
+    // No content along the sink direction u: the query's large sink amplitude a_q reads only the
+    // sink keys' a_k u, not noise a_q sigma z_u on every other key.
+    double along = 0;
+    for (int x = 0; x < kStructureDims; ++x) along += row[first + x] * head.u[x];
+    for (int x = 0; x < kStructureDims; ++x) row[first + x] = row[first + x] - along * head.u[x];
+  }
   const double sink = j < c.sinks ? c.sink_amp : 0.0;
   const double cos_phi = head.cos_phi[t.token_type[j]];
   const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
@@ -161,7 +200,7 @@ void llm_like_query_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, s
   double row[1024];
   const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
   rotated_part(t, c, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, row);
-  const double sink = t.sink_head[std::size_t(layer) * t.q_heads + q_head] ? c.sink_amp : 0.0;
+  const double sink = t.sink_head[std::size_t(layer) * t.q_heads + q_head] ? c.sink_amp_q : 0.0;
   const int base = t.head_dim - kStructureDims;
   for (int x = 0; x < kStructureDims; ++x) {
     row[base + x] += sink * head.u[x] + c.eta * head.p[x] - c.gamma * head.c[x];

@@ -26,9 +26,13 @@ struct LlmLikeHeadTables {
 
 /// The coefficients of one layer, derived from its LlmLikeParams (see build_llm_like_tables).
 struct LlmLikeLayerTables {
+  /// sink_amp: the sink amplitude a of the keys; sink_amp_q: the queries' (a, or a^2 / a_k with
+  /// low_norm_sinks, see LlmLikeParams::low_norm_sinks).
   double sigma = 0, rho = 0, sink_amp = 0, beta = 0, eta = 0, gamma = 0, norm_spread = 0;
   double inv_temperature = 1, value_std = 1;
   int sinks = 0;
+  double sink_amp_q = 0;
+  int low_norm_sinks = 0;  ///< 1: a sink key is sink_amp u alone (LlmLikeParams::low_norm_sinks)
 };
 
 /// Tables shared by all heads (token identities and RoPE angles) plus the per-layer and per-head

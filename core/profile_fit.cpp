@@ -54,35 +54,54 @@ LayerStatistics measure_generated_layer(const WorkloadSpec& spec, int layer, con
   return per_layer_statistics(heads, inspect.sink_head_threshold).front();
 }
 
-/// The sink-head fraction that makes exactly round(rate · heads) query heads of `layer` sink
-/// heads under `seed` (head h is one iff its uniform draw is below the fraction), or 1 when the
-/// layer has no sink head but still some first-token mass (every head then a weak sink).
-double sink_head_fraction_for(double rate, double first_token_mass, int heads, int layer, std::uint64_t seed) {
-  const int wanted = int(std::lround(rate * heads));
-  if (wanted >= heads) return 1.0;
-  if (wanted == 0) return first_token_mass < kNoSinkMass ? 0.0 : 1.0;
-  std::vector<double> draws;
-  for (int h = 0; h < heads; ++h) {
-    draws.push_back(uniform(seed, stream_id(Stream::kSinkHead, std::uint32_t(layer), std::uint32_t(h)), 0));
+/// The exact number of sink heads of the twin's layer: round(rate · heads), or every head when
+/// the layer has no sink head but still some first-token mass (every head then a weak sink), none
+/// when it has neither. A count, not a fraction, so every seed of the twin has as many.
+int sink_heads_for(double rate, double first_token_mass, int heads) {
+  const int wanted = std::clamp(int(std::lround(rate * heads)), 0, heads);
+  if (wanted > 0) return wanted;
+  return first_token_mass < kNoSinkMass ? 0 : heads;
+}
+
+/// Whether the first key of `layer` has a low norm in the real workload: below the median key norm
+/// (mean over KV heads of the share of keys with a smaller norm < 1/2). Real sink tokens mostly do
+/// (SmolLM2: the lowest norm of 2048 keys in layers 12-29, within the lowest 50 in layers 3-10),
+/// but not everywhere (its layers 0 and 1: a high norm in every KV head); the twin's
+/// low_norm_sinks follows.
+bool low_norm_first_key(const Workload& real, int layer) {
+  const Shape& s = real.shape();
+  double below = 0;
+  for (int h = 0; h < s.kv_heads; ++h) {
+    const auto k = real.k(layer, h);
+    auto norm = [&](int j) {
+      double sq = 0;
+      for (int x = 0; x < s.head_dim; ++x) sq += double(k(j, x)) * k(j, x);
+      return sq;
+    };
+    const double first = norm(0);
+    int smaller = 0;
+    for (int j = 1; j < s.tokens; ++j) smaller += norm(j) < first;
+    below += double(smaller) / std::max(1, s.tokens - 1);
   }
-  std::sort(draws.begin(), draws.end());
-  return 0.5 * (draws[std::size_t(wanted - 1)] + draws[std::size_t(wanted)]);
+  return below / s.kv_heads < 0.5;
 }
 
 /// Starting parameters of a layer from its targets.
-LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, const FitOptions& options) {
+LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, const FitOptions& options,
+                             bool low_norm_first_key) {
   LlmLikeParams p;
   p.rope_base = options.rope_base;
+  p.window = std::max(0, target.mean.window);  // the real layer's mask (fixed, not fitted)
   p.sinks = 1;
-  p.sink_head_fraction =
-      sink_head_fraction_for(target.sink_head_rate, target.mean.first_token_mass, shape.q_heads, target.layer,
-                             options.seed);
+  p.low_norm_sinks = low_norm_first_key ? 1 : 0;  // where the real first key has a low norm
+  p.exact_recency = 1;   // the same recency profile under every seed of the twin
+  p.fixed_structure = 1;  // per-head structure is the model's (seed-free); tokens follow the seed
+  p.sink_heads = sink_heads_for(target.sink_head_rate, target.mean.first_token_mass, shape.q_heads);
+  p.sink_head_fraction = double(p.sink_heads) / shape.q_heads;  // informational: sink_heads decides
   // A sink head's first-token mass m against ~n/2 competitors of mean weight exp(c^2/2):
   // sink_logit ~ logit(m) + log(n/2) + c^2/2.
-  const double share = p.sink_head_fraction > 0 ? std::min(0.95, target.mean.first_token_mass / std::max(
-                                                                        p.sink_head_fraction, 1.0 / shape.q_heads))
-                                                : 0.0;
-  p.sink_logit = p.sink_head_fraction > 0 && share > 0
+  const double share = p.sink_heads > 0 ? std::min(0.95, target.mean.first_token_mass / p.sink_head_fraction) : 0.0;
+  p.sink_logit = p.sink_heads > 0 && share > 0
                      ? std::clamp(std::log(share / (1 - share)) + std::log(shape.tokens / 2.0) +
                                       0.5 * p.content_logit_std * p.content_logit_std,
                                   0.0, 25.0)
@@ -126,15 +145,15 @@ Eigen::VectorXd scaled_residual(const LayerStatistics& measured, const LayerStat
 /// uniformly to the knobs' largest steps and clamps to their bounds. Knobs not fitted (the sink
 /// of a sink-free layer) stay fixed.
 LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, double score_scale,
-                   const FitOptions& options) {
+                   const FitOptions& options, bool low_norm_first_key) {
   WorkloadSpec spec;
   spec.shape = real_shape;
   spec.shape.layers = target.layer + 1;
   spec.seed = options.seed;
   spec.score_scale = score_scale;
-  const LlmLikeParams start = initial_params(target, spec.shape, options);
+  const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key);
   std::array<bool, kKnobs> free{};
-  for (int k = 0; k < kKnobs; ++k) free[std::size_t(k)] = k != 1 || start.sink_head_fraction > 0;
+  for (int k = 0; k < kKnobs; ++k) free[std::size_t(k)] = k != 1 || start.sink_heads > 0;
 
   Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(kKnobs, kKnobs);
   for (int k = 0; k < kKnobs; ++k) {
@@ -147,7 +166,14 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
   Eigen::VectorXd x = knob_values(start), best_x = x, best_residual, previous_x, previous_residual;
   for (int evaluation = 1; evaluation <= options.max_evaluations; ++evaluation) {
     spec.layer_params.assign(std::size_t(spec.shape.layers), with_knobs(start, x));
-    const LayerStatistics measured = measure_generated_layer(spec, target.layer, options.inspect);
+    LayerStatistics measured = measure_generated_layer(spec, target.layer, options.inspect);
+    for (int extra = 1; extra < options.seeds; ++extra) {  // the mean over the fit's seeds
+      WorkloadSpec other = spec;
+      other.seed = options.seed + std::uint64_t(extra);
+      const LayerStatistics more = measure_generated_layer(other, target.layer, options.inspect);
+      for (const FitStatistic& s : fit_statistics()) measured.mean.*s.member += more.mean.*s.member;
+    }
+    for (const FitStatistic& s : fit_statistics()) measured.mean.*s.member /= options.seeds;
     const Eigen::VectorXd residual = scaled_residual(measured, target);
     if (evaluation > 1) {  // Broyden: J += (d_measured - J dx) dx^T / |dx|^2, d_measured = -d_residual
       const Eigen::VectorXd dx = x - previous_x;
@@ -217,6 +243,7 @@ double fit_error(const LayerStatistics& a, const LayerStatistics& b) {
 ProfileFit fit_profile(const Workload& real, const std::string& name, const FitOptions& options) {
   const Shape& s = real.shape();
   const int tokens = options.tokens > 0 ? options.tokens : s.tokens;
+  if (options.seeds < 1) throw InputError("workload fit", "seeds", "at least 1", std::to_string(options.seeds));
   if (options.max_evaluations < 1) {
     throw InputError("workload fit", "max_evaluations", "at least 1", std::to_string(options.max_evaluations));
   }
@@ -239,7 +266,8 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
   const std::string error = parallel_units(
       (long long)targets.size(), options.threads,
       [&](long long l) {
-        fit.layers[std::size_t(l)] = fit_layer(targets[std::size_t(l)], twin_shape, real.score_scale(), options);
+        fit.layers[std::size_t(l)] = fit_layer(targets[std::size_t(l)], twin_shape, real.score_scale(), options,
+                                               low_norm_first_key(real, int(l)));
       },
       options.progress);
   if (!error.empty()) throw InputError("workload fit", "generated layer", "a valid generator spec", error);

@@ -7,14 +7,17 @@
 ///
 /// Fitted, per layer, each statistic by the parameter that drives it (the others held):
 ///   sparsity                 <- content_logit_std (spread of the content scores)
-///   first_token_mass         <- sink_logit, with one sink token and the sink-head fraction set
-///                               from the real layer's sink-head rate
+///   first_token_mass         <- sink_logit, with one sink token, low-norm (low_norm_sinks) where
+///                               the real layer's first key has a below-median norm, and the
+///                               exact sink-head count (sink_heads) set from the real layer's
+///                               sink-head rate, so every seed of the twin has as many
 ///   received_top_share       <- heavy_logit (salience of heavy-hitter token types)
 ///   recent_mass              <- recency_logit (RoPE recency), window FitOptions::inspect
 ///   norm_attention_spearman  <- norm_logit_range (low-norm keys attract attention; a positive
 ///                               correlation cannot be produced, the fit then stops at 0)
 /// by Broyden's method (a secant Jacobian of all five) on generated copies of the layer, generated with the
-/// layer's own random streams, so the twin's layer l is the workload the fit measured.
+/// layer's own random streams, so the twin's layer l is the workload the fit measured (with
+/// FitOptions::seeds > 1: the mean over that many seeds' copies is matched).
 
 #include <cstdint>
 #include <functional>
@@ -43,7 +46,13 @@ const std::vector<FitStatistic>& fit_statistics();
 /// Settings of fit_profile.
 struct FitOptions {
   std::uint64_t seed = 0;      ///< the twin's seed: the fit generates with it
-  int max_evaluations = 14;    ///< generated copies measured per layer (>= 1)
+  /// Seeds seed .. seed + seeds - 1 each generate a copy per evaluation, and the fit matches the
+  /// mean of their statistics (a twin describes a model, not one draw). 1: the fit's own draw only,
+  /// so the twin generated with `seed` is exactly what the fit measured. Cost is linear in it.
+  int seeds = 1;
+  /// Generated copies measured per layer (>= 1); a layer within a quarter of every tolerance stops
+  /// early. 30 (14 before issue 28 item 5: SmolLM2's layers 14, 15, 17 and 20 needed more).
+  int max_evaluations = 30;
   double rope_base = 10000.0;  ///< RoPE base of the twin (the model's own where known)
   int tokens = 0;              ///< tokens of the generated copies (0: the real workload's)
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real

@@ -1,5 +1,6 @@
 #include "core/workload.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -44,9 +45,35 @@ double Workload::score_scale() const {
   return score_scale_ > 0.0 ? score_scale_ : 1.0 / std::sqrt(double(shape_.head_dim));
 }
 
+int Workload::window(int layer) const {
+  if (layer < 0 || layer >= shape_.layers) {
+    throw std::out_of_range("workload: window of layer " + std::to_string(layer) + " outside " + to_string(shape_));
+  }
+  return windows_.empty() ? 0 : windows_[std::size_t(layer)];
+}
+
+std::vector<int> Workload::windows() const {
+  return windows_.empty() ? std::vector<int>(std::size_t(shape_.layers), 0) : windows_;
+}
+
+void Workload::set_windows(const std::vector<int>& windows) {
+  if (windows.size() != std::size_t(shape_.layers)) {
+    throw std::invalid_argument("workload: " + std::to_string(windows.size()) + " attention windows for " +
+                                std::to_string(shape_.layers) + " layers");
+  }
+  for (std::size_t l = 0; l < windows.size(); ++l) {
+    if (windows[l] < 0) {
+      throw std::invalid_argument("workload: layer " + std::to_string(l) + "'s attention window is " +
+                                  std::to_string(windows[l]) + ", expected 0 (global) or a window >= 1");
+    }
+  }
+  const bool any = std::any_of(windows.begin(), windows.end(), [](int w) { return w > 0; });
+  windows_ = any ? windows : std::vector<int>{};
+}
+
 bool operator==(const Workload& a, const Workload& b) {
   return a.shape_ == b.shape_ && a.q_ == b.q_ && a.k_ == b.k_ && a.v_ == b.v_ &&
-         a.score_scale() == b.score_scale();
+         a.score_scale() == b.score_scale() && a.windows_ == b.windows_;
 }
 
 }  // namespace subevict

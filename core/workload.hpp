@@ -51,6 +51,20 @@ class Workload {
   double score_scale() const;
   void set_score_scale(double scale) { score_scale_ = scale; }
 
+  /// The attention mask of `layer` (theory.md §1): 0 for global causal attention (query i sees
+  /// keys 0..i), W >= 1 for a sliding window of W keys (query i sees keys j with i - W < j <= i).
+  /// Every layer is global unless set_windows says otherwise. Precondition: 0 <= layer < layers
+  /// (std::out_of_range).
+  int window(int layer) const;
+  /// Every layer's window (size layers), all 0 when no layer has one.
+  std::vector<int> windows() const;
+  /// True when some layer attends over a sliding window.
+  bool has_windows() const { return !windows_.empty(); }
+  /// Sets each layer's window. Throws std::invalid_argument unless windows.size() == layers and
+  /// every entry is >= 0 (0: global).
+  void set_windows(const std::vector<int>& windows);
+
+
   std::map<std::string, std::string> metadata;
 
   friend bool operator==(const Workload& a, const Workload& b);
@@ -61,6 +75,7 @@ class Workload {
   Shape shape_{};
   std::vector<float> q_, k_, v_;
   double score_scale_ = 0.0;  // 0 means 1/sqrt(head_dim)
+  std::vector<int> windows_;  // empty: every layer global
 };
 
 }  // namespace subevict

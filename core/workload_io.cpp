@@ -30,6 +30,7 @@ constexpr std::string_view kNamePattern =
     "a name of the form layers.{l}.q, layers.{l}.k or layers.{l}.v (l = 0, 1, ... in decimal)";
 constexpr std::string_view kFormatKey = "format";
 constexpr std::string_view kScaleKey = "score_scale";
+constexpr std::string_view kWindowsKey = "attention_windows";
 constexpr std::array<std::string_view, 3> kNpyFiles = {"q.npy", "k.npy", "v.npy"};
 
 /// The q, k and v shapes of one layer, each [heads, tokens, head_dim], with the source and field
@@ -126,6 +127,35 @@ std::string format_score_scale(double scale) {
   return std::string(buffer.data(), result.ptr);
 }
 
+/// Per-layer windows from "0,512,..." (one non-negative decimal per layer, 0 = global).
+std::vector<int> parse_windows(const std::string& text, int layers, const std::string& source) {
+  const std::string expected = std::to_string(layers) +
+                               " comma-separated integers >= 0 (one per layer: 0 global, W a window of W keys)";
+  std::vector<int> windows;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    int value = -1;
+    const auto [ptr, error] = std::from_chars(text.data() + begin, text.data() + end, value);
+    if (error != std::errc() || ptr != text.data() + end || value < 0) {
+      throw InputError(source, "__metadata__ 'attention_windows'", expected, "'" + text + "'");
+    }
+    windows.push_back(value);
+    begin = end + 1;
+  }
+  if (windows.size() != std::size_t(layers)) {
+    throw InputError(source, "__metadata__ 'attention_windows'", expected,
+                     std::to_string(windows.size()) + " entries ('" + text + "')");
+  }
+  return windows;
+}
+
+std::string format_windows(const std::vector<int>& windows) {
+  std::string text;
+  for (std::size_t l = 0; l < windows.size(); ++l) text += (l ? "," : "") + std::to_string(windows[l]);
+  return text;
+}
+
 /// Moves the metadata into the workload, interpreting the reserved keys.
 void apply_metadata(std::map<std::string, std::string> metadata, const std::string& source,
                     Workload& workload) {
@@ -141,6 +171,11 @@ void apply_metadata(std::map<std::string, std::string> metadata, const std::stri
   if (scale != metadata.end()) {
     workload.set_score_scale(parse_score_scale(scale->second, source));
     metadata.erase(scale);
+  }
+  const auto windows = metadata.find(std::string(kWindowsKey));
+  if (windows != metadata.end()) {
+    workload.set_windows(parse_windows(windows->second, workload.shape().layers, source));
+    metadata.erase(windows);
   }
   workload.metadata = std::move(metadata);
 }
@@ -256,7 +291,7 @@ void check_writable(const std::string& path, const Workload& workload) {
                          std::to_string(workload.k_data().size()) + ", " +
                          std::to_string(workload.v_data().size()) + " values");
   }
-  for (std::string_view key : {kFormatKey, kScaleKey}) {
+  for (std::string_view key : {kFormatKey, kScaleKey, kWindowsKey}) {
     if (workload.metadata.contains(std::string(key))) {
       throw InputError(
           path, "metadata", "no entry named '" + std::string(key) + "' (reserved)",
@@ -285,6 +320,7 @@ void write_workload_safetensors(const std::string& path, const Workload& workloa
   std::map<std::string, std::string> metadata = workload.metadata;
   metadata[std::string(kFormatKey)] = kWorkloadFormat;
   metadata[std::string(kScaleKey)] = format_score_scale(workload.score_scale());
+  if (workload.has_windows()) metadata[std::string(kWindowsKey)] = format_windows(workload.windows());
   write_safetensors(path, tensors, metadata);
 }
 
@@ -295,6 +331,12 @@ void write_workload_directory(const std::string& path, const Workload& workload)
                      "the default 1/sqrt(head_dim) (a directory of .npy files cannot store a "
                      "scale; write a .safetensors file instead)",
                      format_score_scale(workload.score_scale()));
+  }
+  if (workload.has_windows()) {
+    throw InputError(path, "attention_windows",
+                     "every layer global (a directory of .npy files cannot store sliding windows; "
+                     "write a .safetensors file instead)",
+                     format_windows(workload.windows()));
   }
   std::error_code error;
   fs::create_directories(path, error);

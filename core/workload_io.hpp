@@ -12,7 +12,9 @@
 ///   in C order, query heads grouped contiguously per KV head (Workload::kv_head_of). Written as
 ///   F32; read from F32, F16, BF16 or F64. `__metadata__` holds "format": "subevict.qkv.v1",
 ///   "score_scale": the softmax scale as a decimal written with max_digits10 (17 significant
-///   digits, so it reads back bit-exactly), and every entry of Workload::metadata. On read both
+///   digits, so it reads back bit-exactly), "attention_windows": each layer's mask as comma-separated
+///   integers, 0 global causal, W a sliding window of W keys (written only when some layer has a
+///   window; absent means every layer global), and every entry of Workload::metadata. On read both
 ///   keys are optional: without "format" the file is accepted if its tensor names follow the
 ///   convention; without "score_scale" the scale is the default 1/sqrt(head_dim). Every other
 ///   metadata entry goes to Workload::metadata.
@@ -44,7 +46,8 @@ inline constexpr std::string_view kWorkloadFormat = "subevict.qkv.v1";
 /// or v, a tensor's rank is wrong, a dimension is 0 or exceeds INT_MAX, tokens or head_dim differ
 /// between q, k and v, k and v differ, kv_heads does not divide q_heads, a layer's shapes differ
 /// from layer 0's, the whole shape fails Shape::validate, "format" is not kWorkloadFormat, or
-/// "score_scale" is not a positive finite decimal. Peak memory is about twice the workload.
+/// "score_scale" is not a positive finite decimal, or "attention_windows" is not one integer >= 0
+/// per layer. Peak memory is about twice the workload.
 Workload read_workload(const std::string& path, const ReadOptions& options = {});
 
 /// Writes `workload`: a path ending in ".safetensors" gets one file (F32, metadata and score scale
@@ -53,7 +56,8 @@ Workload read_workload(const std::string& path, const ReadOptions& options = {})
 /// directory form drops Workload::metadata and cannot store a score scale, so it throws
 /// InputError when the workload's scale is not the default 1/sqrt(head_dim) rather than lose it.
 /// Also throws InputError(path, ...) when Workload::metadata uses the reserved keys "format" or
-/// "score_scale", when the tensors' sizes disagree with the shape (e.g. a default-constructed
+/// "score_scale" or "attention_windows", when the directory form is asked for sliding windows it
+/// cannot store, when the tensors' sizes disagree with the shape (e.g. a default-constructed
 /// Workload), or when a file cannot be written.
 void write_workload(const std::string& path, const Workload& workload);
 

@@ -49,6 +49,7 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   st.layer = layer;
   st.q_head = q_head;
   st.kv_head = s.kv_head_of(q_head);
+  st.window = w.window(layer);
   const ConstHeadMap q = w.q(layer, q_head);
   const ConstHeadMap k = w.k(layer, st.kv_head);
 
@@ -57,19 +58,22 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   const int first_from = std::min(opt.first_token_from, n / 2);
   const int late_from = n - std::min(opt.late_rows, n / 2);
   Eigen::VectorXd accumulated = Eigen::VectorXd::Zero(n);
-  for_each_attention_block(q, k, w.score_scale(), opt.block_rows, [&](int first, const Eigen::MatrixXd& a) {
-    for (int r = 0; r < a.rows(); ++r) {
-      const int i = first + r;
-      const Eigen::VectorXd row = a.row(r).head(i + 1).transpose();
-      below += count_below(row, opt.tau);
-      entries += i + 1;
-      if (i >= opt.sinks) sink_total += row.head(opt.sinks).sum();
-      if (i >= opt.recent_window) recent_total += row.tail(opt.recent_window).sum();
-      if (i >= first_from) first_total += row[0];
-      if (i >= late_from) late_total += row[0];
-    }
-    accumulated += a.colwise().sum().transpose();
-  });
+  for_each_attention_block(
+      q, k, w.score_scale(), opt.block_rows,
+      [&](int first, const Eigen::MatrixXd& a) {
+        for (int r = 0; r < a.rows(); ++r) {
+          const int i = first + r, from = first_visible_key(i, st.window);
+          const Eigen::VectorXd row = a.row(r).head(i + 1).transpose();
+          below += count_below(row.tail(i + 1 - from), opt.tau);
+          entries += i + 1 - from;
+          if (i >= opt.sinks) sink_total += row.head(opt.sinks).sum();
+          if (i >= opt.recent_window) recent_total += row.tail(opt.recent_window).sum();
+          if (i >= first_from) first_total += row[0];
+          if (i >= late_from) late_total += row[0];
+        }
+        accumulated += a.colwise().sum().transpose();
+      },
+      st.window);
   st.sparsity = double(below) / double(entries);
   st.sink_mass = sink_total / double(n - opt.sinks);
   st.recent_mass = recent_total / double(n - opt.recent_window);
@@ -85,7 +89,8 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
 
   std::vector<double> received, norms;
   for (int j = opt.sinks; j < n - opt.recent_window; ++j) {
-    received.push_back(accumulated[j] / double(n - j));
+    const int observers = st.window > 0 ? std::min(n - j, st.window) : n - j;  // queries that see j
+    received.push_back(accumulated[j] / double(observers));
     norms.push_back(k.row(j).cast<double>().norm());
   }
   st.heavy_share = top_share(received, opt.top_fraction);
@@ -128,6 +133,8 @@ HeadStatistics mean_statistics(const std::vector<HeadStatistics>& heads) {
   HeadStatistics m;
   m.layer = m.q_head = m.kv_head = -1;
   if (heads.empty()) return m;
+  m.window = heads.front().window;
+  for (const HeadStatistics& h : heads) m.window = h.window == m.window ? m.window : -1;
   for_each_statistic([&](const char*, double HeadStatistics::*field) {
     for (const HeadStatistics& h : heads) m.*field += h.*field;
     m.*field /= double(heads.size());

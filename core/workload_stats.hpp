@@ -29,15 +29,18 @@ struct InspectOptions {
   std::function<void(int, int)> progress;
 };
 
-/// Statistics of one (layer, query head). Definitions, with a the exact causal attention:
-///   sparsity          fraction of causal entries (j <= i) with a_ij < tau * max_j a_ij
+/// Statistics of one (layer, query head). Definitions, with a the exact causal attention under the
+/// layer's mask (Workload::window: on a sliding-window layer of W keys a_ij = 0 for j <= i - W, and
+/// "visible" means i - W < j <= i; on a global layer every j <= i is visible):
+///   sparsity          fraction of visible entries with a_ij < tau * max_j a_ij
 ///   sink_mass         mean over queries i >= sinks of sum_{j < sinks} a_ij
 ///   recent_mass       mean over queries i >= recent_window of the mass on the last
 ///                     recent_window keys (j > i - recent_window)
 ///   power_law_*       fit_power_law of the accumulated attention sum_i a_ij over non-sink tokens,
 ///                     ranks 1..tokens/2 (H2O's accumulated-attention plot)
 ///   heavy_share       top_share(top_fraction) of the mean attention received per observing query,
-///                     sum_i a_ij / (n - j), over the "middle" tokens j in [sinks, n - recent_window)
+///                     sum_i a_ij / (the number of queries that see j: n - j, or min(n - j, W)),
+///                     over the "middle" tokens j in [sinks, n - recent_window)
 ///                     (dividing by n - j removes the advantage of early tokens; excluding the
 ///                     recent window removes recency)
 ///   norm_attention_spearman  Spearman correlation of ||k_j|| and that mean received attention
@@ -50,6 +53,7 @@ struct InspectOptions {
 ///                     tokens (sinks and recent window included)
 struct HeadStatistics {
   int layer = 0, q_head = 0, kv_head = 0;
+  int window = 0;  ///< the layer's mask: 0 global, W a sliding window of W keys
   double sparsity = 0;
   double sink_mass = 0;
   double recent_mass = 0;
@@ -102,7 +106,8 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
 /// outside the workload. opt.progress counts the pairs measured.
 std::vector<HeadStatistics> inspect_workload(const Workload& w, const InspectOptions& opt = {});
 
-/// Mean of each statistic over heads (layer = q_head = kv_head = -1).
+/// Mean of each statistic over heads (layer = q_head = kv_head = -1; window the heads' common
+/// window, -1 when they differ).
 HeadStatistics mean_statistics(const std::vector<HeadStatistics>& heads);
 
 /// One LayerStatistics per layer that occurs in `heads`, in increasing layer order.

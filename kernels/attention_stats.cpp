@@ -68,6 +68,7 @@ AttentionStats run_stats(const Workload& workload, const AttentionStatsOptions& 
 AttentionStats attention_stats(const Workload& workload, const AttentionStatsOptions& options, Backend backend) {
   validate(options);
   require_available(backend);
+  require_global_attention(workload, "attention statistics");
   if (backend == Backend::kReference) {
     const Shape& s = workload.shape();
     const std::size_t rows = std::size_t(s.layers) * s.q_heads * s.tokens;

@@ -67,4 +67,16 @@ void require_available(Backend backend) {
                    cuda_compiled() ? "a visible CUDA device (none found)" : "a build with CUDA (SUBEVICT_WITH_CUDA)");
 }
 
+void require_global_attention(const Workload& workload, const std::string& what) {
+  const std::vector<int> windows = workload.windows();
+  for (std::size_t l = 0; l < windows.size(); ++l) {
+    if (windows[l] > 0) {
+      throw InputError(what, "layer " + std::to_string(l),
+                       "global causal attention (the batched kernels have no sliding-window mask; use the "
+                       "reference backend)",
+                       "a window of " + std::to_string(windows[l]) + " keys");
+    }
+  }
+}
+
 }  // namespace subevict::kernels

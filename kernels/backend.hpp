@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/workload.hpp"
+
 namespace subevict::kernels {
 
 enum class Backend { kReference, kPortable, kCuda };
@@ -40,6 +42,11 @@ enum class Backend { kReference, kPortable, kCuda };
 /// Throws InputError (source "backend") unless `backend` is available here (cuda without a
 /// device or without a CUDA build names the reason).
 void require_available(Backend backend);
+
+/// Throws InputError (source `what`) when a layer of `workload` attends over a sliding window:
+/// the batched kernels compute global causal attention only (run such workloads on the
+/// reference simulator, greedy/eviction/evaluation/simulator.hpp).
+void require_global_attention(const Workload& workload, const std::string& what);
 
 /// The device time of one kernel launch.
 struct KernelTime {

@@ -99,6 +99,7 @@ namespace {
 /// The checks of simulate_batched's options (as the policies' reset() would throw them) and the
 /// result with its per-group budgets resolved; *recent receives h2o's recent window.
 BatchedSimulation prepare(const Workload& workload, const BatchedOptions& options, int* recent) {
+  require_global_attention(workload, "batched simulation");
   const Shape& s = workload.shape();
   if (options.budget < 1) {
     throw InputError("batched simulation", "budget", "an absolute size >= 1", std::to_string(options.budget));

@@ -23,7 +23,7 @@ greedy::HeadGroup prefix(const greedy::HeadGroup& group, int tokens) {
   const auto rows = [tokens](const ConstHeadMap& m) { return ConstHeadMap(m.data(), tokens, m.cols()); };
   std::vector<ConstHeadMap> q;
   for (const ConstHeadMap& m : group.q) q.push_back(rows(m));
-  return greedy::HeadGroup{std::move(q), rows(group.k), rows(group.v), group.scale, group.layer, group.kv_head};
+  return greedy::HeadGroup{std::move(q), rows(group.k), rows(group.v), group.scale, group.layer, group.kv_head, group.window};
 }
 
 }  // namespace

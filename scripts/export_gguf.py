@@ -12,8 +12,8 @@ Usage:
                    [--if-changed] -o OUT.safetensors
 
 Supported: subevict.models.SUPPORTED_ARCHITECTURES (`llama`: Llama 1/2/3, TinyLlama, SmolLM,
-Mistral 7B as converted by llama.cpp, without RoPE scaling; `qwen2`, `qwen3`, `phi3`; `gemma3`'s
-sliding-window layers are refused); tokenizers `llama` (SentencePiece)
+Mistral 7B as converted by llama.cpp, without RoPE scaling; `qwen2`, `qwen3`, `phi3`, `gemma3`;
+a sliding-window layer's window is recorded in the file's "attention_windows"); tokenizers `llama` (SentencePiece)
 and `gpt2` (byte-level BPE with the pre-tokenizers `smollm`, `llama-bpe`, `gpt2`/`default`).
 Needs torch, numpy, tokenizers, gguf (0.17.1) and, for SentencePiece vocabularies, transformers
 (4.46.3): scripts/setup_model installs them into .venv/.
@@ -50,7 +50,7 @@ def provenance(reader, config, text, input_ids, layers, gguf_sha256):
     rope.freq_base), which `subevict workload fit` gives the model's synthetic twin."""
     import torch
 
-    return {
+    metadata = {
         "format": FORMAT,
         "source": os.path.basename(reader.data.filename),
         "model_name": str(models.field(reader, "general.name", "", required=False)),
@@ -67,6 +67,11 @@ def provenance(reader, config, text, input_ids, layers, gguf_sha256):
         "model_code": "subevict.models",
         "torch_version": torch.__version__,
     }
+    windows = config.get("layer_windows") or [None] * config["num_hidden_layers"]
+    if any(windows[layer] is not None for layer in layers):
+        # Each exported layer's mask (docs/export.md): 0 global, W a sliding window of W keys.
+        metadata["attention_windows"] = ",".join(str(windows[layer] or 0) for layer in layers)
+    return metadata
 
 
 def read_metadata(path):
@@ -118,12 +123,6 @@ def export(gguf_path, text, tokens, layers, output, if_changed=False, log=None):
             log(f"{output} is current (same provenance); not rewritten")
             return None, existing
     log(f"dequantizing {len(reader.tensors)} tensors of {os.path.basename(gguf_path)}")
-    windows = config.get("layer_windows") or [None] * config["num_hidden_layers"]
-    windowed = [layer for layer in selected if windows[layer] is not None]
-    if windowed:
-        raise ExportError(f"{gguf_path}: layers {','.join(map(str, windowed))} attend over a "
-                          "sliding window, which the workload format does not record yet (export "
-                          "the global layers with --layers)")
     model = models.load(gguf_path)
     metadata["score_scale"] = repr(model.score_scale)
     log(f"running {tokens} tokens through {model.layers} layers")

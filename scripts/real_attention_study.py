@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The real-attention eviction study of docs/real_attention.md, end to end.
+"""The real-attention eviction study of docs/real_attention.md, end to end, for one model.
 
 Steps (each cached in OUT/ and skipped when its output exists, so a rerun resumes):
-  1. the real workload: SmolLM2-135M on the first TOKENS tokens of Debian's GPL-3 text
-     (scripts/real_workload), and the same model on a held-out text (GFDL-1.3) the twin is not
-     fit to (scripts/export_gguf.py);
+  1. the real workload: the model (--model smollm2: SmolLM2-135M, the default; gemma3: Gemma 3
+     270M, whose sliding-window layers the workload records) on the first TOKENS tokens of
+     Debian's GPL-3 text (scripts/real_workload for SmolLM2, scripts/export_gguf.py for Gemma 3),
+     and the same model on a held-out text (GFDL-1.3) the twin is not fit to;
   2. the twin: `subevict workload fit` on the GPL-3 workload, then `workload generate --profile`;
-     and the generator's llama2-7b preset (per-layer profile) at the same length, 32 layers;
+     and, for SmolLM2, the generator's llama2-7b preset (per-layer profile) at the same length;
   3. per-layer statistics of all four (`workload inspect --recent-window 64`);
   4. eviction: `subevict simulate --optimum flow` on the real workload and on the twin, every
      layer and KV head, budgets 5%, 10%, 20%, 50%, policies h2o, tova, streamingllm, local,
@@ -14,8 +15,9 @@ Steps (each cached in OUT/ and skipped when its output exists, so a rerun resume
   5. tables (Markdown, stdout and OUT/tables.md), CSV and gnuplot figures (OUT/*.png, *.svg).
 
 Usage (from the repository root, after scripts/build):
-    /usr/bin/python3 scripts/real_attention_study.py [--out build/study] [--tokens 2048]
-        [--threads 2] [--seed 0]
+    /usr/bin/python3 scripts/real_attention_study.py [--model smollm2|gemma3] [--out DIR]
+        [--tokens 2048] [--threads 2] [--seed 0]
+(--out defaults to build/study for SmolLM2 and build/study-gemma3 for Gemma 3.)
 Progress of the long steps comes from subevict on stderr.
 """
 
@@ -55,26 +57,43 @@ def cached(path, make):
     return path
 
 
-def workloads(out, tokens, seed):
-    """Paths of the real, held-out, twin and preset workloads and of the twin's profile."""
-    real = subprocess.run([os.path.join(ROOT, "scripts", "real_workload"), "--tokens", str(tokens)],
-                          check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
-    gguf = subprocess.run([os.path.join(ROOT, "scripts", "setup_model")], check=True,
-                          stdout=subprocess.PIPE, text=True).stdout.strip()
-    held_out = cached(os.path.join(out, "held_out.safetensors"), lambda: run(
+# Per model: its name in the tables, the setup_model argument, and whether the study adds the
+# generator's llama2-7b preset beside it.
+MODELS = {"smollm2": ("SmolLM2-135M", [], True), "gemma3": ("Gemma 3 270M", ["gemma3"], False)}
+TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+def export(gguf, text, tokens, path):
+    """Exports `tokens` tokens of `text` through `gguf` to `path` (cached)."""
+    return cached(path, lambda: run(
         os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "scripts", "export_gguf.py"),
-        "--gguf", gguf, "--text-file", HELD_OUT_TEXT, "--tokens", str(tokens),
-        "-o", os.path.join(out, "held_out.safetensors")))
+        "--gguf", gguf, "--text-file", text, "--tokens", str(tokens), "-o", path))
+
+
+def workloads(out, model, tokens, seed):
+    """Paths of the real, held-out, twin (and, for SmolLM2, preset) workloads and of the twin's
+    profile."""
+    name, setup_args, with_preset = MODELS[model]
+    gguf = subprocess.run([os.path.join(ROOT, "scripts", "setup_model"), *setup_args], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+    if model == "smollm2":
+        real = subprocess.run([os.path.join(ROOT, "scripts", "real_workload"), "--tokens", str(tokens)],
+                              check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+    else:
+        real = export(gguf, TEXT, tokens, os.path.join(out, "real.safetensors"))
+    held_out = export(gguf, HELD_OUT_TEXT, tokens, os.path.join(out, "held_out.safetensors"))
     profile = cached(os.path.join(out, "twin.toml"), lambda: run(
         SUBEVICT, "workload", "fit", real, "-o", os.path.join(out, "twin.toml"), "--seed", str(seed),
-        "--json", os.path.join(out, "fit.json"), "--name", "SmolLM2-135M twin (GPL-3 text)"))
+        "--json", os.path.join(out, "fit.json"), "--name", f"{name} twin (GPL-3 text)"))
     twin = cached(os.path.join(out, "twin.safetensors"), lambda: run(
         SUBEVICT, "workload", "generate", "--profile", profile, "--tokens", str(tokens), "--seed",
         str(seed), "-o", os.path.join(out, "twin.safetensors")))
-    preset = cached(os.path.join(out, "preset.safetensors"), lambda: run(
-        SUBEVICT, "workload", "generate", "--preset", "llama2-7b", "--layers", "0", "--tokens",
-        str(tokens), "--seed", str(seed), "-o", os.path.join(out, "preset.safetensors")))
-    return {"real": real, "held_out": held_out, "twin": twin, "preset": preset}, profile
+    paths = {"real": real, "held_out": held_out, "twin": twin}
+    if with_preset:
+        paths["preset"] = cached(os.path.join(out, "preset.safetensors"), lambda: run(
+            SUBEVICT, "workload", "generate", "--preset", "llama2-7b", "--layers", "0", "--tokens",
+            str(tokens), "--seed", str(seed), "-o", os.path.join(out, "preset.safetensors")))
+    return paths, profile
 
 
 def inspect(out, name, path):
@@ -83,7 +102,7 @@ def inspect(out, name, path):
                                "--json", report, stdout=subprocess.DEVNULL))
     with open(report) as stream:
         doc = json.load(stream)
-    return {row["layer"]: dict(row["mean"], sink_head_rate=row["sink_head_rate"])
+    return {row["layer"]: dict(row["mean"], sink_head_rate=row["sink_head_rate"], window=row["window"])
             for row in doc["layers"]}
 
 
@@ -118,18 +137,23 @@ def fmt(value):
     return f"{value:.3f}"
 
 
-def statistics_table(stats, names):
-    """Per layer: each statistic for each workload in `names`."""
-    layers = sorted(stats["real"])
-    header = "| layer | " + " | ".join(f"{label} ({', '.join(names)})" for _, label, _ in STATISTICS)
+def mask_text(window):
+    return "global" if window == 0 else f"window {window}"
+
+
+def statistics_table(stats, names, layers=None):
+    """Per layer (`layers`, default all of the real workload's): the layer's attention mask, then
+    each statistic for each workload in `names`."""
+    layers = sorted(stats["real"]) if layers is None else layers
+    header = "| layer | mask | " + " | ".join(f"{label} ({', '.join(names)})" for _, label, _ in STATISTICS)
     lines = [header + " | sink-head rate (" + ", ".join(names) + ") |",
-             "|---" * (len(STATISTICS) + 2) + "|"]
+             "|---" * (len(STATISTICS) + 3) + "|"]
     for layer in layers:
         cells = []
         for key, _, _ in STATISTICS + (("sink_head_rate", "", 0),):
             cells.append(" / ".join(fmt(stats[n][layer][key]) if layer in stats[n] else "–"
                                     for n in names))
-        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+        lines.append(f"| {layer} | {mask_text(stats['real'][layer]['window'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -146,9 +170,9 @@ def fit_summary(stats, against):
     return "\n".join(lines)
 
 
-def eviction_table(ratios, budget, names):
+def eviction_table(ratios, budget, names, stats):
     layers = sorted({layer for (_, _, layer) in ratios[names[0]]})
-    lines = ["| layer | " + " | ".join(POLICIES) + " |", "|---" * (len(POLICIES) + 1) + "|"]
+    lines = ["| layer | mask | " + " | ".join(POLICIES) + " |", "|---" * (len(POLICIES) + 2) + "|"]
     for layer in layers + ["mean"]:
         cells = []
         for policy in POLICIES:
@@ -161,7 +185,8 @@ def eviction_table(ratios, budget, names):
                          else ratios[n][(policy, budget, layer)])
                     values.append("all" if v is None else fmt(v))
             cells.append(" / ".join(values))
-        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+        mask = "" if layer == "mean" else mask_text(stats["real"][layer]["window"])
+        lines.append(f"| {layer} | {mask} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -190,21 +215,23 @@ def transfer_summary(ratios):
     return "\n".join(lines)
 
 
-def write_figures(out, stats, ratios):
-    """Per-layer statistics (real, twin, preset) and policy / OPT per layer at 20% (real, twin)."""
+def write_figures(out, stats, ratios, model):
+    """Per-layer statistics (real, twin, held out, and preset where measured) and policy / OPT per
+    layer at 20% (real, twin)."""
     scripts = []
+    short = MODELS[model][0].split("-")[0].split(" 270M")[0]
+    titles = {"real": f"{short}, GPL-3 (real)", "twin": "twin", "held_out": f"{short}, GFDL (held out)",
+              "preset": "llama2-7b preset"}
+    names = [n for n in ("real", "twin", "held_out", "preset") if n in stats]
     for key, label, _ in STATISTICS:
         data = os.path.join(out, f"layers_{key}.dat")
         with open(data, "w") as stream:
-            stream.write("# layer real twin held_out preset\n")
-            for layer in range(max(len(stats["real"]), len(stats["preset"]))):
-                row = [stats[n][layer][key] if layer in stats[n] else float("nan")
-                       for n in ("real", "twin", "held_out", "preset")]
+            stream.write("# layer " + " ".join(names) + "\n")
+            for layer in range(max(len(stats[n]) for n in names)):
+                row = [stats[n][layer][key] if layer in stats[n] else float("nan") for n in names]
                 stream.write(f"{layer} " + " ".join(f"{v:.6g}" for v in row) + "\n")
         scripts.append((f"layers_{key}", f"{label} by layer", "layer", label,
-                        [(f"layers_{key}.dat", c, t) for c, t in
-                         ((2, "SmolLM2, GPL-3 (real)"), (3, "twin"), (4, "SmolLM2, GFDL (held out)"),
-                          (5, "llama2-7b preset"))]))
+                        [(f"layers_{key}.dat", 2 + c, titles[n]) for c, n in enumerate(names)]))
     layers = sorted({layer for (_, _, layer) in ratios["real"]})
     for budget in ("0.2", "0.1"):
         data = os.path.join(out, f"eviction_{budget}.dat")
@@ -257,7 +284,8 @@ def write_figures(out, stats, ratios):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "build", "study"))
+    parser.add_argument("--model", choices=sorted(MODELS), default="smollm2")
+    parser.add_argument("--out", default=None)
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
@@ -265,21 +293,27 @@ def main():
                         help="budgets simulated on the twin (the acceptance needs 0.1,0.2)")
     args = parser.parse_args()
     twin_budgets = tuple(f"{float(b):g}" for b in args.twin_budgets.split(","))
+    args.out = args.out or os.path.join(ROOT, "build", "study" if args.model == "smollm2" else f"study-{args.model}")
     os.makedirs(args.out, exist_ok=True)
-    paths, _ = workloads(args.out, args.tokens, args.seed)
+    paths, _ = workloads(args.out, args.model, args.tokens, args.seed)
     stats = {name: inspect(args.out, name, path) for name, path in paths.items()}
     ratios = {"real": simulate(args.out, "real", paths["real"], args.threads, args.seed, BUDGETS),
               "twin": simulate(args.out, "twin", paths["twin"], args.threads, args.seed, twin_budgets)}
-    write_figures(args.out, stats, ratios)
-    sections = [
-        "## Per-layer statistics: real / twin / held-out text / llama2-7b preset\n\n"
-        + statistics_table(stats, ("real", "twin", "held_out", "preset")),
+    write_figures(args.out, stats, ratios, args.model)
+    names = tuple(n for n in ("real", "twin", "held_out", "preset") if n in stats)
+    title = " / ".join({"real": "real", "twin": "twin", "held_out": "held-out text",
+                        "preset": "llama2-7b preset"}[n] for n in names)
+    by_mask = {}
+    for layer, row in sorted(stats["real"].items()):
+        by_mask.setdefault(mask_text(row["window"]), []).append(layer)
+    sections = [f"## Per-layer statistics ({mask} layers): {title}\n\n" + statistics_table(stats, names, layers)
+                for mask, layers in sorted(by_mask.items())] + [
         "## Twin against the text it was fit to (GPL-3)\n\n" + fit_summary(stats, "real"),
         "## Twin against real attention on a held-out text (GFDL-1.3)\n\n"
         + fit_summary(stats, "held_out"),
         "## Transfer of eviction results from real to twin\n\n" + transfer_summary(ratios),
     ] + [f"## policy / OPT per layer at budget {float(b):.0%}: real / twin\n\n"
-         + eviction_table(ratios, b, ("real", "twin")) for b in BUDGETS]
+         + eviction_table(ratios, b, ("real", "twin"), stats) for b in BUDGETS]
     text = "\n\n".join(sections) + "\n"
     with open(os.path.join(args.out, "tables.md"), "w") as stream:
         stream.write(text)

@@ -37,7 +37,7 @@ std::string csv(const std::vector<ResultRow>& rows) {
   out << "gap_to_optimum\n";
   for (const ResultRow& r : rows) {
     const JobResult& j = r.result;
-    out << r.id << ",\"" << r.params << "\"," << r.preset << ',' << r.tokens << ',' << r.layers << ','
+    out << r.id << ",\"" << r.params << "\"," << r.preset << ',' << r.tokens << ",\"" << r.layers << "\","
         << r.seed << ',' << r.policy << ',' << r.budget_kind << ',' << exact_text(r.budget_value) << ','
         << r.optimum << ',' << j.groups << ',' << j.budget_size << ',' << exact_text(j.mean_retained_mass)
         << ',' << exact_text(j.mean_total_variation) << ',' << exact_text(j.mean_output_error) << ','

@@ -5,17 +5,24 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <regex>
 #include <stdexcept>
 
+#include "core/index_set.hpp"
 #include "core/input_error.hpp"
 
 namespace subevict::sweep {
 namespace {
 
-constexpr const char* kSchema =
+/// The schema this code writes, recorded in PRAGMA user_version. Version 0 (no version set) is the
+/// schema before it: the same columns with `layers INTEGER`, the generated layer count, where a
+/// job's layer set was only in `params` (its `layer_set`).
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kCreateTable =
     "CREATE TABLE IF NOT EXISTS results ("
     "id TEXT PRIMARY KEY NOT NULL, params TEXT NOT NULL, preset TEXT NOT NULL, tokens INTEGER NOT NULL, "
-    "layers INTEGER NOT NULL, seed INTEGER NOT NULL, policy TEXT NOT NULL, budget_kind TEXT NOT NULL, "
+    "layers TEXT NOT NULL, seed INTEGER NOT NULL, policy TEXT NOT NULL, budget_kind TEXT NOT NULL, "
     "budget_value REAL NOT NULL, optimum TEXT NOT NULL, groups INTEGER NOT NULL, budget_size INTEGER NOT NULL, "
     "mean_retained_mass REAL NOT NULL, mean_total_variation REAL NOT NULL, mean_output_error REAL NOT NULL, "
     "uncompressed_groups INTEGER NOT NULL, optimum_mean_retained_mass REAL, oracle_mean_retained_mass REAL, "
@@ -80,6 +87,43 @@ int column_int(sqlite3_stmt* s, int column, std::int64_t lowest, std::int64_t hi
   return int(value);
 }
 
+/// True for a layer set as format_index_set writes it: one or more comma-separated items, each N or
+/// A-B in decimal digits.
+bool layer_set_text(const std::string& text) {
+  static const std::regex form("[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*");
+  return std::regex_match(text, form);
+}
+
+/// The layer set in `column` (TEXT, layer_set_text) of the current row of `s`; throws InputError
+/// naming the store `path`, the row `id` and the column otherwise.
+std::string column_layer_set(sqlite3_stmt* s, int column, const std::string& path, const std::string& id) {
+  const bool is_text = sqlite3_column_type(s, column) == SQLITE_TEXT;  // before column_text converts it
+  const std::string text = column_text(s, column);
+  if (!is_text || !layer_set_text(text)) {
+    throw InputError(path, "row '" + id + "' column " + ResultRow::columns()[std::size_t(column)],
+                     "a layer set such as \"0,14,28-31\" (the layers the job ran)",
+                     text.empty() ? "nothing" : "'" + text + "'");
+  }
+  return text;
+}
+
+/// The layer set a schema-version-0 row ran, from its generated layer `count` and canonical
+/// `params` (Job::canonical): the `layer_set` there, else every generated layer. Throws InputError
+/// naming the store `path` and the row `id` for a layer_set that is not one.
+std::string version0_layer_set(int count, const std::string& params, const std::string& path, const std::string& id) {
+  const std::string key = ";layer_set=";
+  const std::size_t at = params.find(key);
+  if (at == std::string::npos) {
+    return count == 1 ? "0" : "0-" + std::to_string(count - 1);  // format_index_set of 0 .. count - 1
+  }
+  const std::size_t from = at + key.size();
+  const std::string set = params.substr(from, params.find(';', from) - from);
+  if (!layer_set_text(set)) {
+    throw InputError(path, "row '" + id + "' column params", "a layer_set such as \"0,14,28-31\"", "'" + set + "'");
+  }
+  return set;
+}
+
 /// "id, params, ...": the columns in table order.
 std::string column_list() {
   std::string cols;
@@ -107,7 +151,7 @@ ResultRow ResultRow::of(const Job& job, const JobResult& result) {
   r.params = job.canonical();
   r.preset = job.workload.preset;
   r.tokens = job.workload.shape.tokens;
-  r.layers = job.workload.shape.layers;
+  r.layers = format_index_set(job.run_layers());
   r.seed = std::int64_t(job.workload.seed);
   r.policy = job.policy;
   r.budget_kind = to_string(job.budget_kind);
@@ -130,14 +174,86 @@ ResultStore::ResultStore(const std::string& path, bool read_only) : path_(path) 
     if (!read_only) {
       exec("PRAGMA journal_mode=WAL");
       exec("PRAGMA synchronous=NORMAL");
-      exec(kSchema);
     }
-    Statement check(db_, "SELECT " + column_list() + " FROM results LIMIT 0");
+    open_schema(read_only);
+  } catch (const InputError&) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
   } catch (const std::exception& e) {
     sqlite3_close(db_);
     db_ = nullptr;
     throw InputError(path, "results store", "a sweep results database (table `results`)", e.what());
   }
+}
+
+void ResultStore::open_schema(bool read_only) {
+  const auto integer_of = [&](const std::string& sql) {
+    Statement s(db_, sql);
+    return s.step() ? sqlite3_column_int64(s.get(), 0) : std::int64_t{0};
+  };
+  const bool table = integer_of("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'") > 0;
+  std::int64_t version = integer_of("PRAGMA user_version");
+  if (!read_only && !table) {
+    exec("BEGIN IMMEDIATE");
+    try {
+      exec(kCreateTable);
+      exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+      exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    version = kSchemaVersion;
+  }
+  if (version < 0 || version > kSchemaVersion) {
+    throw InputError(path_, "results store", "schema version 0 or 1 (PRAGMA user_version)",
+                     std::to_string(version) +
+                         (version > kSchemaVersion ? " (written by a newer subevict: read it with that version)" : ""));
+  }
+  version_ = int(version);
+  // The declared type of `layers` tells the schemas apart; a file whose type disagrees with its
+  // version was not written by subevict. (Statements are finalized before migrate() drops the table.)
+  {
+    Statement columns(db_, "SELECT type FROM pragma_table_info('results') WHERE name = 'layers'");
+    const std::string layers_type = columns.step() ? column_text(columns.get(), 0) : "";
+    const char* expected = version_ == 0 ? "INTEGER" : "TEXT";
+    if (table && layers_type != expected) {
+      throw InputError(path_, "results store",
+                       std::string("column layers of type ") + expected + " in schema version " +
+                           std::to_string(version_),
+                       layers_type.empty() ? "no column layers" : layers_type);
+    }
+    Statement check(db_, "SELECT " + column_list() + " FROM results LIMIT 0");
+  }
+  if (!read_only && version_ == 0) migrate();
+}
+
+void ResultStore::migrate() {
+  // One transaction: every row is read and checked as rows() reads a version-0 store (a row that
+  // cannot be converted names the file, the row and the column, and leaves the file unchanged),
+  // then the table is written again in the current schema.
+  exec("BEGIN IMMEDIATE");
+  try {
+    const std::vector<ResultRow> old = rows();
+    exec("DROP TABLE results");
+    exec(kCreateTable);
+    for (const ResultRow& row : old) (void)insert_row(row);
+    exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    exec("COMMIT");
+  } catch (const InputError& e) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    std::string what = e.what();  // "PATH: row ...": the path is named once, first
+    if (what.rfind(path_ + ": ", 0) == 0) what.erase(0, path_.size() + 2);
+    throw InputError(path_, "results store", "rows that migrate to schema version " + std::to_string(kSchemaVersion) +
+                                                 " (the file is unchanged; fix or remove the row, or rerun the sweep "
+                                                 "into a new directory)",
+                     what);
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  version_ = kSchemaVersion;
 }
 
 ResultStore::~ResultStore() { sqlite3_close(db_); }
@@ -158,7 +274,7 @@ std::set<std::string> ResultStore::ids() const {
   return out;
 }
 
-bool ResultStore::insert(const ResultRow& row) {
+bool ResultStore::insert_row(const ResultRow& row) {
   std::string sql = "INSERT OR IGNORE INTO results VALUES (";
   for (std::size_t c = 0; c < ResultRow::columns().size(); ++c) sql += c ? ", ?" : "?";
   Statement s(db_, sql + ")");
@@ -168,7 +284,7 @@ bool ResultStore::insert(const ResultRow& row) {
   sqlite3_bind_text(st, 2, row.params.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 3, row.preset.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(st, 4, row.tokens);
-  sqlite3_bind_int(st, 5, row.layers);
+  sqlite3_bind_text(st, 5, row.layers.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st, 6, row.seed);
   sqlite3_bind_text(st, 7, row.policy.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 8, row.budget_kind.c_str(), -1, SQLITE_TRANSIENT);
@@ -183,10 +299,14 @@ bool ResultStore::insert(const ResultRow& row) {
   bind_optional(st, 17, r.optimum_mean_retained_mass);
   bind_optional(st, 18, r.oracle_mean_retained_mass);
   bind_optional(st, 19, r.ratio_to_optimum);
+  s.step();
+  return sqlite3_changes(db_) == 1;
+}
+
+bool ResultStore::insert(const ResultRow& row) {
   exec("BEGIN IMMEDIATE");
   try {
-    s.step();
-    const bool added = sqlite3_changes(db_) == 1;
+    const bool added = insert_row(row);
     exec("COMMIT");
     return added;
   } catch (...) {
@@ -206,7 +326,9 @@ std::vector<ResultRow> ResultStore::rows() const {
     row.preset = column_text(st, 2);
     constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
     row.tokens = column_int(st, 3, 1, kIntMax, path_, row.id);
-    row.layers = column_int(st, 4, 1, kIntMax, path_, row.id);
+    row.layers = version_ == 0
+                     ? version0_layer_set(column_int(st, 4, 1, kIntMax, path_, row.id), row.params, path_, row.id)
+                     : column_layer_set(st, 4, path_, row.id);
     row.seed = sqlite3_column_int64(st, 5);
     row.policy = column_text(st, 6);
     row.budget_kind = column_text(st, 7);
@@ -228,24 +350,18 @@ std::vector<ResultRow> ResultStore::rows() const {
 }
 
 int ResultStore::merge(const std::string& other) {
-  {
-    ResultStore check(other, true);  // throws, naming the file, unless it is a sweep store
-  }
-  Statement attach(db_, "ATTACH DATABASE ? AS other");
-  sqlite3_bind_text(attach.get(), 1, other.c_str(), -1, SQLITE_TRANSIENT);
-  attach.step();
+  // Read through a store of its own: it throws, naming the file, unless it is a sweep store, and
+  // reads a version-0 file's rows in the current schema without changing the file.
+  const std::vector<ResultRow> rows = ResultStore(other, true).rows();
   int added = 0;
+  exec("BEGIN IMMEDIATE");
   try {
-    exec("BEGIN IMMEDIATE");
-    exec("INSERT OR IGNORE INTO main.results SELECT * FROM other.results");
-    added = sqlite3_changes(db_);
+    for (const ResultRow& row : rows) added += insert_row(row) ? 1 : 0;
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_exec(db_, "DETACH DATABASE other", nullptr, nullptr, nullptr);
     throw;
   }
-  exec("DETACH DATABASE other");
   return added;
 }
 

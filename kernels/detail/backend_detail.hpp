@@ -37,6 +37,8 @@ struct LayerCoefficients {
   double sigma = 0, rho = 0, sink_amp = 0, beta = 0, eta = 0, gamma = 0, norm_spread = 0;
   double inv_temperature = 1, value_std = 1;
   int sinks = 0;
+  double sink_amp_q = 0;
+  int low_norm_sinks = 0;
 };
 
 /// Flattened generator tables (core/llm_like_model.hpp LlmLikeTables) and scalars.
@@ -102,7 +104,7 @@ SUBEVICT_HD inline float query_element(const GeneratorView& t, std::uint64_t e) 
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
-    const double sink = t.sink_head[std::size_t(at.layer) * t.q_heads + at.head] ? c.sink_amp : 0.0;
+    const double sink = t.sink_head[std::size_t(at.layer) * t.q_heads + at.head] ? c.sink_amp_q : 0.0;
     v += sink * d[xs] + c.eta * d[2 * kStructure + xs] - c.gamma * d[kStructure + xs];
   }
   return float(v * c.inv_temperature);
@@ -115,10 +117,21 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head;
   const LayerCoefficients& c = t.layers[at.layer];
+  if (c.low_norm_sinks != 0 && at.token < c.sinks) {  // a low-norm sink key: its sink direction alone
+    const int xs = at.x - (t.head_dim - kStructure);
+    return float(xs < 0 ? 0.0 : c.sink_amp * t.dirs[std::size_t(kv_index) * 4 * kStructure + xs]);
+  }
   double v = rotated_entry(t, c, stream, kv_index, at.token, at.x);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
+    if (c.low_norm_sinks != 0) {  // core: no content along the sink direction u, same order
+      double along = 0;
+      for (int y = 0; y < kStructure; ++y) {
+        along += rotated_entry(t, c, stream, kv_index, at.token, t.head_dim - kStructure + y) * d[y];
+      }
+      v = v - along * d[xs];
+    }
     const double sink = at.token < c.sinks ? c.sink_amp : 0.0;
     const double cos_phi = t.cos_phi[std::size_t(kv_index) * t.token_types + t.token_type[at.token]];
     const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);

@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/input_error.hpp"
+#include "greedy/eviction/evaluation/budget_allocation.hpp"
 #include "greedy/eviction/evaluation/budget_curve.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
 #include "greedy/eviction/process/head_group.hpp"
@@ -154,6 +155,21 @@ void bind_optimum(nb::module_& m) {
       "budget ('status' 'optimal'); gap > 0: each budget stops at that relative gap, OPT(k) in [total, "
       "upper_bound]. Returns {'budget' (int32), 'total', 'upper_bound' (float64), 'status', 'group_size', "
       "'tokens', 'seconds'}. Concave and nondecreasing in k when exact.");
+
+  m.def(
+      "allocate",
+      [](const std::vector<std::vector<double>>& curves, long long total) {
+        const greedy::BudgetAllocation a = greedy::allocate_budget(curves, total, "allocate");
+        nb::dict d;
+        d["budgets"] = owned_array<int>(std::vector<int>(a.budgets));
+        d["value"] = a.value;
+        return d;
+      },
+      "curves"_a, "total"_a,
+      "The optimal static allocation of `total` cache slots over heads: curves[h][k - 1] = OPT_h(k) for k = "
+      "1..K_h (budget_curve()['total'] of each head), each nondecreasing and concave; returns {'budgets' (int32, "
+      "k_h >= 1, summing to total), 'value' (sum of OPT_h(k_h), the largest any split reaches)}. Exact by the "
+      "marginal rule; a curve that is not concave (or total outside [heads, sum K_h]) raises InputError.");
 
   m.def(
       "step_oracle",

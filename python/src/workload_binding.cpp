@@ -62,7 +62,7 @@ void read_tensor(const AnyArray& a, const char* name, std::size_t expected[4], s
 }
 
 Workload make_workload(const AnyArray& q, const AnyArray& k, const AnyArray& v, std::optional<double> score_scale,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, std::optional<std::vector<int>> windows) {
   std::size_t qs[4] = {std::size_t(-1), std::size_t(-1), std::size_t(-1), std::size_t(-1)};
   std::vector<float> qd, kd, vd;
   read_tensor(q, "q", qs, qd);
@@ -99,6 +99,13 @@ Workload make_workload(const AnyArray& q, const AnyArray& k, const AnyArray& v, 
     }
     w.set_score_scale(*score_scale);
   }
+  if (windows) {
+    try {
+      w.set_windows(*windows);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("Workload", "windows", "one window >= 0 per layer (0: global)", e.what());
+    }
+  }
   w.metadata = metadata;
   require_finite(w, "Workload", "(eviction and attention need finite Q, K, V)");
   return w;
@@ -118,6 +125,7 @@ nb::dict stats_dict(const HeadStatistics& s) {
   d["layer"] = s.layer;
   d["q_head"] = s.q_head;
   d["kv_head"] = s.kv_head;
+  d["window"] = s.window;
   for_each_statistic([&](const char* name, double HeadStatistics::*member) { d[name] = s.*member; });
   return d;
 }
@@ -131,13 +139,15 @@ void bind_workload(nb::module_& m) {
       .def(
           "__init__",
           [](Workload* self, const AnyArray& q, const AnyArray& k, const AnyArray& v, std::optional<double> scale,
-             std::optional<std::map<std::string, std::string>> metadata) {
-            new (self) Workload(make_workload(q, k, v, scale, metadata.value_or(std::map<std::string, std::string>{})));
+             std::optional<std::map<std::string, std::string>> metadata, std::optional<std::vector<int>> windows) {
+            new (self) Workload(
+                make_workload(q, k, v, scale, metadata.value_or(std::map<std::string, std::string>{}), windows));
           },
-          "q"_a, "k"_a, "v"_a, "score_scale"_a = nb::none(), "metadata"_a = nb::none(),
+          "q"_a, "k"_a, "v"_a, "score_scale"_a = nb::none(), "metadata"_a = nb::none(), "windows"_a = nb::none(),
           "A workload from arrays (copied): q float32 [layers, q_heads, tokens, head_dim], k and v float32 "
           "[layers, kv_heads, tokens, head_dim], C-contiguous and finite, kv_heads dividing q_heads (query heads "
-          "grouped contiguously per KV head). score_scale: s_ij = scale <q_i, k_j> (default 1/sqrt(head_dim)).")
+          "grouped contiguously per KV head). score_scale: s_ij = scale <q_i, k_j> (default 1/sqrt(head_dim)). "
+          "windows: each layer's attention mask, 0 global, W a sliding window of W keys (default: all global).")
       .def_prop_ro("shape", [](const Workload& w) { return shape_dict(w.shape()); },
                    "{'layers', 'q_heads', 'kv_heads', 'tokens', 'head_dim'} as a dict.")
       .def_prop_ro("layers", [](const Workload& w) { return w.shape().layers; })
@@ -154,6 +164,9 @@ void bind_workload(nb::module_& m) {
       .def_prop_ro("v", [](const Workload& w) { return tensor_view(w, w.v_data(), w.shape().kv_heads); },
                    "Read-only view [layers, kv_heads, tokens, head_dim] (no copy).")
       .def_prop_ro("score_scale", &Workload::score_scale, "The softmax scale: s_ij = score_scale <q_i, k_j>.")
+      .def_prop_ro("windows", &Workload::windows,
+                   "Each layer's attention mask: 0 global causal, W a sliding window of W keys (query i sees "
+                   "keys i - W < j <= i).")
       .def_prop_ro("metadata", [](const Workload& w) { return w.metadata; },
                    "Provenance (generator, preset, seed, source model) as a dict of strings (a copy).")
       .def("write", [](const Workload& w, const std::string& path) {
@@ -259,13 +272,15 @@ void bind_workload(nb::module_& m) {
         Eigen::MatrixXd a;
         {
           nb::gil_scoped_release release;
-          a = causal_attention(w.q(layer, q_head), w.k(layer, w.shape().kv_head_of(q_head)), w.score_scale());
+          a = causal_attention(w.q(layer, q_head), w.k(layer, w.shape().kv_head_of(q_head)), w.score_scale(),
+                               w.window(layer));
         }
         return matrix_array(a);
       },
       "workload"_a, "layer"_a, "q_head"_a,
       "The exact causal attention matrix A (n x n float64, row i the softmax of s_ij over j <= i, zeros above the "
-      "diagonal) of one query head. Memory 8 n^2 bytes.");
+      "diagonal, and before key i - W + 1 on a layer with a sliding window of W keys) of one query head. Memory "
+      "8 n^2 bytes.");
 
   m.def(
       "tracked_attention",
@@ -277,9 +292,12 @@ void bind_workload(nb::module_& m) {
         }
         const std::int64_t* t = checked_data<std::int64_t>(members, 1, "tracked_attention", "members");
         std::vector<bool> in_set(std::size_t(step) + 1, false);
+        const int first = first_visible_key(step, w.window(layer));
         for (std::size_t e = 0; e < members.shape(0); ++e) {
-          if (t[e] < 0 || t[e] > step) {
-            throw InputError("tracked_attention", "members", "tokens in [0, step = " + std::to_string(step) + "]",
+          if (t[e] < first || t[e] > step) {
+            throw InputError("tracked_attention", "members",
+                             "tokens in [" + std::to_string(first) + ", step = " + std::to_string(step) + "]" +
+                                 (first > 0 ? " (the layer's sliding window)" : ""),
                              std::to_string(t[e]));
           }
           in_set[std::size_t(t[e])] = true;

@@ -24,6 +24,7 @@ from ._subevict import (
     PolicyContractError,
     SetFunction,
     Workload,
+    allocate,
     attention,
     budget_curve,
     budget_size,
@@ -51,7 +52,7 @@ from .evicted_forward import closed_loop
 from .policies import Decisions, Policy, ScorePolicy
 
 __all__ = [
-    "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "attention",
+    "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "allocate", "attention",
     "budget_curve", "budget_size", "check_ids", "closed_loop", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
     "modular", "offline_optimum", "policy_names", "policy_parameters", "policy_specs", "presets", "read_workload",
     "schedule_value", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",

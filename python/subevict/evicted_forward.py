@@ -348,8 +348,8 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     policies: as caches_of (built-ins with parameters, "opt", "topk", Python policies,
     subevict.Decisions); budgets: ratios in (0, 1) or integer sizes, as simulate; layers: the layers
     that evict (default every global layer; the others keep the full cache; a sliding-window
-    layer, which keeps its window, is refused: the simulator and the optimum assume causal
-    attention over every earlier key); workers: processes that run the (cache, budget) pairs side
+    layer keeps its window and is refused here: `subevict simulate` evicts within the windows of
+    an exported workload); workers: processes that run the (cache, budget) pairs side
     by side, forked, one thread each (1: this process; Python policy objects always run here).
     Returns {"tokens", "full": {"perplexity", "nll", "token_logprob"}, "runs": [Run]}
     (Run.summary(full nll) is the JSON form). Progress (one unit per layer of a run) goes to

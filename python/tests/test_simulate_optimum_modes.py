@@ -9,6 +9,7 @@ import re
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 import subevict
@@ -192,3 +193,25 @@ def test_a_budget_curve_reports_progress_within_a_head(tiny_gqa_file, tmp_path):
     for kv in (0, 1):  # 16 chunks of 3 points per head's curve, each named
         assert sum(f"KV head {kv}: curve to k = " in line for line in lines) == 16
         assert f"(layer 0, KV head {kv}: curve to k = 48)" in result.stderr
+
+
+def test_allocate_shares_a_total_over_heads_by_their_curves_and_beats_an_even_split():
+    w = subevict.generate("tiny-gqa", tokens=40, layers=2, seed=4)
+    curves = [subevict.budget_curve(w, layer, kv, 20)["total"] for layer in range(2) for kv in range(2)]
+    result = subevict.allocate(curves, 24)
+    budgets = result["budgets"]
+    assert budgets.dtype == np.int32 and int(budgets.sum()) == 24 and budgets.min() >= 1
+    assert result["value"] == pytest.approx(sum(c[k - 1] for c, k in zip(curves, budgets)), rel=1e-12)
+    even = sum(c[5] for c in curves)  # 6 slots each
+    assert result["value"] >= even - 1e-12
+    # Every way of moving one slot between two heads is no better (a local check of optimality).
+    for give in range(4):
+        for take in range(4):
+            if give != take and budgets[give] > 1 and budgets[take] < 20:
+                moved = result["value"] - curves[give][budgets[give] - 1] + curves[give][budgets[give] - 2] \
+                    - curves[take][budgets[take] - 1] + curves[take][budgets[take]]
+                assert moved <= result["value"] + 1e-12
+    with pytest.raises(subevict.InputError, match="total budget"):
+        subevict.allocate(curves, 3)
+    with pytest.raises(subevict.InputError, match="concave"):
+        subevict.allocate([[0.0, 0.0, 10.0], [0.0, 1.0, 1.5]], 4)

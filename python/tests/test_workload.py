@@ -70,3 +70,24 @@ def test_inspect_equals_the_command_line(tmp_path, cli):
         for key, value in mine.items():
             if key in theirs:
                 assert value == theirs[key], key
+
+
+def test_sliding_window_layers_from_arrays_mask_attention_and_compress_below_the_window(tmp_path):
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 2, 24, 8), dtype=np.float32)
+    k = rng.standard_normal((2, 1, 24, 8), dtype=np.float32)
+    v = rng.standard_normal((2, 1, 24, 8), dtype=np.float32)
+    w = subevict.Workload(q, k, v, windows=[0, 6])
+    assert w.windows == [0, 6]
+    a = subevict.attention(w, 1, 0)
+    assert np.allclose(a.sum(axis=1), 1.0)
+    assert all(np.all(a[i, :i - 5] == 0) for i in range(6, 24))  # keys before i - W + 1: masked
+    assert np.any(subevict.attention(w, 0, 0)[23, :18] > 0)  # the global layer still sees them
+    with pytest.raises(subevict.InputError, match=r"tokens in \[18, step = 23\]"):
+        subevict.tracked_attention(w, 1, 0, 23, np.array([3, 23], dtype=np.int64))
+    w.write(str(tmp_path / "w.safetensors"))
+    assert subevict.read_workload(str(tmp_path / "w.safetensors")).windows == [0, 6]
+    with pytest.raises(subevict.InputError, match="windows"):
+        subevict.Workload(q, k, v, windows=[0])
+    with pytest.raises(subevict.InputError, match="windows"):
+        subevict.Workload(q, k, v, windows=[0, -2])

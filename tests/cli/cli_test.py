@@ -538,6 +538,32 @@ class CliTest(unittest.TestCase):
         self.assertEqual(doc["pmedian"]["published_optimum"], 5.0)
         self.assertEqual(doc["optimum"]["set"], [1, 3])
 
+    def test_optimum_shows_its_phases_on_stderr(self):
+        sim = self.path("sim.npy")
+        write_npy(sim, (8, 6), [((i * 7 + j * 3) % 11) / 4.0 for i in range(8) for j in range(6)])
+        # SUBEVICT_PROGRESS_INTERVAL=0: a line per phase, each with done/total and elapsed time and
+        # ETA (stderr is a pipe, not a terminal); the note names the phase.
+        env = dict(os.environ, SUBEVICT_PROGRESS_INTERVAL="0")
+        r = subprocess.run([BIN, "optimum", "--similarity", sim, "-k", "3", "--method", "bnb"],
+                           capture_output=True, timeout=600, env=env, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stderr.splitlines()
+        self.assertEqual([l.split(",")[0] for l in lines],
+                         ["optimum: 0/2 phases (lazy greedy)", "optimum: 1/2 phases (lazy greedy",
+                          "optimum: 1/2 phases (bnb)", "optimum: 2/2 phases (bnb"], r.stderr)
+        for line in lines:
+            self.assertRegex(line, r" elapsed, ETA ")
+        self.assertIn("ratio greedy / OPT", r.stdout)
+        # The default interval: the first and the last line only; greedy alone is one phase.
+        r = run("optimum", "--similarity", sim, "-k", "3", "--method", "stochastic")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([l.split(",")[0] for l in r.stderr.splitlines()],
+                         ["optimum: 0/1 phases (stochastic greedy)", "optimum: 1/1 phases (stochastic greedy"],
+                         r.stderr)
+        r = run("optimum", "--similarity", sim, "-k", "3", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+
     def test_optimum_bad_input_fails_with_one_line_and_no_output(self):
         good = self.path("good.npy")
         write_npy(good, (3, 3), [1.0] * 9)
@@ -750,6 +776,48 @@ class CliTest(unittest.TestCase):
                 for ext in ("svg", "png"):
                     self.assertTrue(os.path.exists(os.path.join(out, f"{name}.{ext}")), name + ext)
 
+    def test_sliding_window_layers_are_recorded_measured_simulated_and_left_out_of_verify(self):
+        f = self.path("w.safetensors")
+        self.generate(f, "--window", "16")  # tiny-gqa, 64 tokens, 2 layers, both windowed
+        r = run("workload", "inspect", f, "--json", self.path("i.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("sliding-window layers 0-1 (window 16 keys", r.stdout)
+        with open(self.path("i.json")) as stream:
+            doc = json.load(stream)
+        self.assertEqual(doc["attention_windows"], [16, 16])
+        self.assertEqual({layer["window"] for layer in doc["layers"]}, {16})
+        # No global layer: verify refuses, naming the layers and the window.
+        r = run("verify", "--workload", f, "-o", self.path("v"))
+        self.assert_one_line_error(r, "--layers", "layers 0-1 attend over a sliding window of 16 keys")
+        self.assertFalse(os.path.exists(self.path("v")))
+        # A budget below the window compresses; one at or above it compresses nothing, and says so.
+        for budget, compressed in (("8", True), ("16", False)):
+            out = self.path("sim" + budget)
+            r = run("simulate", "--workload", f, "--layers", "all", "--budget", budget,
+                    "--policies", "h2o,tova", "--optimum", "flow", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual("heads not compressed" in r.stdout, not compressed, r.stdout)
+            with open(os.path.join(out, "results.json")) as stream:
+                heads = json.load(stream)["heads"]
+            flags = {p["compressed"] for h in heads for p in h["policies"].values()}
+            self.assertEqual(flags, {compressed})
+        # One global and one window layer: verify reads the global one and says why.
+        with open(f, "rb") as stream:
+            size = int.from_bytes(stream.read(8), "little")
+            header = json.loads(stream.read(size))
+            data = stream.read()
+        header["__metadata__"]["attention_windows"] = "0,16"
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        with open(f, "wb") as stream:
+            stream.write(len(text).to_bytes(8, "little") + text + data)
+        r = run("verify", "--workload", f, "--check", "h2o.sec3_sparsity", "-o", self.path("v2"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("layers 1 attend over a sliding window of 16 keys; the checks read the global layers 0",
+                      r.stderr)
+        r = run("verify", "--workload", f, "--layers", "1", "-o", self.path("v3"))
+        self.assert_one_line_error(r, "--layers", "layers 1 attend over a sliding window")
+
     def test_progress_on_a_terminal_is_one_redrawn_line_with_an_eta(self):
         import pty
         master, slave = pty.openpty()
@@ -898,10 +966,22 @@ class CliTest(unittest.TestCase):
             self.assertFalse(os.path.exists(self.path("bad")), policies)
         r = run("simulate", "--list-policies")
         self.assertEqual(r.returncode, 0, r.stderr)
-        for name in ("h2o", "h2o-oracle", "streamingllm", "snapkv", "h2o-noisy", "l2norm", "lookahead", "tova"):
+        for name in ("h2o", "h2o-oracle", "streamingllm", "snapkv", "h2o-noisy", "l2norm", "lookahead", "tova",
+                     "knorm", "streaming_llm", "observed_attention", "keydiff", "leverage", "expected_attention",
+                     "lagkv", "cur", "cap"):  # kvpress's names too
             self.assertIn("\n  " + name, r.stdout)
         self.assertRegex(r.stdout, r"heavy +default 0\.5 ")
         self.assertRegex(r.stdout, r"sinks +default 4 ")
+        # One column each for keys, defaults and meanings, whatever the longest key.
+        rows = [line for line in r.stdout.splitlines() if " default " in line]
+        self.assertEqual(len({line.index(" default ") for line in rows}), 1, rows)
+        starts = set()
+        for line in rows:
+            value_at = line.index(" default ") + len(" default ")
+            rest = line[value_at:]
+            after_value = rest[len(rest.split()[0]):]
+            starts.add(len(line) - len(after_value.lstrip()))
+        self.assertEqual(len(starts), 1, rows)
 
     def nan_workload(self):
         """A q/k/v.npy directory (2 layers, 2 heads, 80 tokens) with one NaN in layer 1's q."""
@@ -1043,6 +1123,26 @@ modes = ["flow"]
                 for ext in ("svg", "png"):
                     self.assertTrue(os.path.exists(os.path.join(out, f"{name}.{ext}")), name + ext)
         self.assertEqual([p for p in os.listdir(self.dir) if ".tmp." in p], [])
+
+    def test_sweep_stores_the_layer_set_each_job_ran(self):
+        grid = self.path("layers.toml")
+        with open(grid, "w") as f:
+            f.write(self.SWEEP_GRID.replace("layers = [1]", 'layers = [2, 1, "1"]')
+                    .replace('["h2o", "local"]', '["h2o"]').replace("[0.125, 0.25]", "[0.25]")
+                    .replace('["flow"]', '["none"]') % {"tokens": 32, "seeds": "0"})
+        out = self.path("layers")
+        r = run("sweep", "--config", grid, "-o", out, "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        import sqlite3
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(out, "results.sqlite"), uri=True)
+        try:
+            stored = sorted(db.execute("SELECT layers, typeof(layers), groups FROM results").fetchall())
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            db.close()
+        # Layers 0-1 (the count 2), layer 0 (the count 1), layer 1 alone (the set "1"): 2 KV heads each.
+        self.assertEqual(stored, [("0", "text", 2), ("0-1", "text", 4), ("1", "text", 2)])
+        self.assertEqual(version, 1)
 
     def test_sweep_bad_configs_fail_with_one_line_naming_the_key_before_any_job(self):
         base = self.SWEEP_GRID % {"tokens": 64, "seeds": "0"}

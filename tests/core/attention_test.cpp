@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -159,6 +160,55 @@ RC_GTEST_PROP(ExactAttention, BlockedMatrixMatchesRowByRow, ()) {
       RC_ASSERT((probs.row(r).tail(h.n - i - 1).array() == 0).all());
     }
   });
+}
+
+/// Row i under a window of W keys from its own logits: log-sum-exp over the visible keys only.
+Eigen::VectorXd windowed_row_by_hand(const Head& h, int i, double scale, int window) {
+  const Eigen::VectorXd s = causal_logits(h.Q(), h.K(), i, scale);
+  const int from = std::max(0, i - window + 1);
+  const double lse = log_sum_exp(s.tail(i + 1 - from));
+  Eigen::VectorXd a = Eigen::VectorXd::Zero(i + 1);
+  for (int j = from; j <= i; ++j) a[j] = std::exp(s[j] - lse);
+  return a;
+}
+
+RC_GTEST_PROP(SlidingWindowAttention, RowsAreTheSoftmaxOverTheLastWKeysOnly, ()) {
+  const Head h = gen_head(4.0f, 40);
+  const int window = *rc::gen::inRange(1, h.n + 2);
+  const int block = *rc::gen::inRange(1, 17);
+  const Eigen::MatrixXd whole = causal_attention(h.Q(), h.K(), 0.7, window);
+  for_each_attention_block(
+      h.Q(), h.K(), 0.7, block,
+      [&](int first, const Eigen::MatrixXd& probs) {
+        for (int r = 0; r < probs.rows(); ++r) {
+          const int i = first + r, from = first_visible_key(i, window);
+          RC_ASSERT(from == std::max(0, i - window + 1));
+          const Eigen::VectorXd expected = windowed_row_by_hand(h, i, 0.7, window);
+          const Eigen::VectorXd row = attention_row(h.Q(), h.K(), i, 0.7, window);
+          RC_ASSERT((row - expected).cwiseAbs().maxCoeff() <= T::sum(h.n * h.d));
+          RC_ASSERT((probs.row(r).head(i + 1).transpose() - expected).cwiseAbs().maxCoeff() <= T::sum(h.n * h.d));
+          RC_ASSERT((probs.row(r).head(from).array() == 0).all());  // masked keys: exactly 0
+          RC_ASSERT((probs.row(r).tail(h.n - i - 1).array() == 0).all());
+          RC_ASSERT(std::abs(probs.row(r).sum() - 1.0) <= T::sum(h.n));
+          RC_ASSERT((whole.row(i) - probs.row(r)).cwiseAbs().maxCoeff() <= T::sum(h.n * h.d));
+        }
+      },
+      window);
+}
+
+TEST(SlidingWindowAttention, AWindowOfAllTokensIsGlobalAndANegativeOneIsRefused) {
+  Head h{6, 2, {}, {}, {}};
+  for (int e = 0; e < 12; ++e) {
+    h.q.push_back(float(e % 5) - 2.0f);
+    h.k.push_back(float(e % 3) - 1.0f);
+    h.v.push_back(1.0f);
+  }
+  EXPECT_EQ(causal_attention(h.Q(), h.K(), 0.5, 6), causal_attention(h.Q(), h.K(), 0.5));
+  EXPECT_EQ(causal_attention(h.Q(), h.K(), 0.5, 0), causal_attention(h.Q(), h.K(), 0.5));
+  EXPECT_NE(causal_attention(h.Q(), h.K(), 0.5, 5), causal_attention(h.Q(), h.K(), 0.5));
+  EXPECT_EQ(attention_row(h.Q(), h.K(), 5, 0.5, 1), (Eigen::VectorXd(6) << 0, 0, 0, 0, 0, 1).finished());
+  EXPECT_THROW(causal_attention(h.Q(), h.K(), 0.5, -1), std::invalid_argument);
+  EXPECT_THROW(attention_row(h.Q(), h.K(), 2, 0.5, -1), std::invalid_argument);
 }
 
 TEST(TrackedAttention, RejectsAnEmptySetAndAMaskOfTheWrongLength) {

@@ -56,13 +56,15 @@ Head gen_head() {
   return h;
 }
 
-/// L_i and o_i straight from the definitions in long double (an independent evaluation).
-ExactRows naive_rows(const Head& h, double scale) {
+/// L_i and o_i straight from the definitions in long double (an independent evaluation), over
+/// keys max(0, i - window + 1)..i with a sliding window (window > 0).
+ExactRows naive_rows(const Head& h, double scale, int window = 0) {
   ExactRows out{std::vector<double>(std::size_t(h.n)), RowMatrixd(h.n, h.d)};
   for (int i = 0; i < h.n; ++i) {
-    std::vector<long double> s(std::size_t(i + 1));
+    const int from = window > 0 ? std::max(0, i - window + 1) : 0;
+    std::vector<long double> s(std::size_t(i + 1), -std::numeric_limits<long double>::infinity());
     long double top = -std::numeric_limits<long double>::infinity();
-    for (int j = 0; j <= i; ++j) {
+    for (int j = from; j <= i; ++j) {
       long double dot = 0;
       for (int p = 0; p < h.d; ++p)
         dot += (long double)h.q[std::size_t(i) * h.d + p] * h.k[std::size_t(j) * h.d + p];
@@ -70,12 +72,12 @@ ExactRows naive_rows(const Head& h, double scale) {
       top = std::max(top, s[std::size_t(j)]);
     }
     long double sum = 0;
-    for (long double x : s) sum += std::exp(x - top);
+    for (int j = from; j <= i; ++j) sum += std::exp(s[std::size_t(j)] - top);
     const long double log_normalizer = top + std::log(sum);
     out.log_normalizer[std::size_t(i)] = double(log_normalizer);
     for (int c = 0; c < h.d; ++c) {
       long double o = 0;
-      for (int j = 0; j <= i; ++j)
+      for (int j = from; j <= i; ++j)
         o += std::exp(s[std::size_t(j)] - log_normalizer) * h.v[std::size_t(j) * h.d + c];
       out.output(i, c) = double(o);
     }
@@ -127,6 +129,28 @@ RC_GTEST_PROP(ExactAttentionRows, Avx2MatchesTheDefinitionsAndThePortablePath, (
   expect_close(fast, naive_rows(h, scale), h, scale, "avx2 vs definition");
   expect_close(fast, exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kPortable), h, scale,
                "avx2 vs portable");
+}
+
+RC_GTEST_PROP(ExactAttentionRows, SlidingWindowRowsMatchTheWindowedDefinitionsOnEveryPath, ()) {
+  const Head h = gen_head();
+  const double scale = *rc::gen::element(1.0, 0.125, -0.5);
+  const int window = *rc::gen::inRange(1, h.n + 1);
+  const ExactRows portable = exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kPortable, window);
+  expect_close(portable, naive_rows(h, scale, window), h, scale, "windowed portable vs definition");
+  if (cpu_supports_avx2_fma()) {  // the AVX2 request runs the portable arithmetic on a window
+    const ExactRows asked = exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kAvx2Fma, window);
+    RC_ASSERT(asked.log_normalizer == portable.log_normalizer);
+    RC_ASSERT(asked.output == portable.output);
+  }
+  // Rows beyond the window see fewer keys than the global ones: with moderate scores (no weight
+  // below e^-10 of the row's largest) the dropped keys change L.
+  if (window < h.n && score_magnitude(h.Q(), h.K(), scale) <= 5.0) {
+    const ExactRows global = naive_rows(h, scale);
+    bool differs = false;
+    for (int i = window; i < h.n; ++i) differs = differs || portable.log_normalizer[std::size_t(i)] != global.log_normalizer[std::size_t(i)];
+    RC_ASSERT(differs);
+  }
+  RC_ASSERT_THROWS_AS(exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kPortable, -1), std::invalid_argument);
 }
 
 TEST(ExactAttentionRows, Avx2MatchesThePortablePathOnAnLlmLikeHead) {

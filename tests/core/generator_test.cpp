@@ -10,11 +10,14 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "core/generator.hpp"
 #include "core/generator_profile.hpp"
 #include "core/input_error.hpp"
+#include "core/llm_like_model.hpp"
 #include "core/presets.hpp"
 #include "core/statistics.hpp"
 #include "core/workload_stats.hpp"
@@ -208,6 +211,93 @@ TEST(Generator, SinkHeadFractionSetsTheShareOfHeadsThatAttendToTheSinks) {
   }
 }
 
+TEST(Generator, SinkHeadsIsAnExactCountForEverySeed) {
+  // issue 28 item 5: with sink_head_fraction the number of sink heads is a coin toss per seed;
+  // sink_heads fixes HOW MANY (the seed still chooses WHICH).
+  LlmLikeParams p = strong_sink();
+  p.sink_head_fraction = 0.1;  // ignored once sink_heads is set
+  for (int count : {0, 1, 3, 8, 9}) {
+    p.sink_heads = count;
+    std::set<std::vector<std::uint8_t>> chosen;
+    std::set<int> fraction_counts;
+    for (std::uint64_t seed = 0; seed < 24; ++seed) {
+      WorkloadSpec spec = small_llm_spec(2, 9, 3, p);
+      spec.seed = seed;
+      const LlmLikeTables t = build_llm_like_tables(spec);
+      for (int l = 0; l < 2; ++l) {
+        const auto first = t.sink_head.begin() + l * 9;
+        EXPECT_EQ(std::count(first, first + 9, std::uint8_t(1)), count) << "seed " << seed << " layer " << l;
+        chosen.insert(std::vector<std::uint8_t>(first, first + 9));
+      }
+      WorkloadSpec by_fraction = spec;
+      for (LlmLikeParams& l : by_fraction.layer_params) std::tie(l.sink_heads, l.sink_head_fraction) = std::pair{-1, count / 9.0};
+      const LlmLikeTables f = build_llm_like_tables(by_fraction);
+      fraction_counts.insert(int(std::count(f.sink_head.begin(), f.sink_head.begin() + 9, std::uint8_t(1))));
+    }
+    if (count > 0 && count < 9) {
+      EXPECT_GT(chosen.size(), 1u) << "the seed chooses which heads";
+      EXPECT_GT(fraction_counts.size(), 1u) << "the defect: the fraction's count varies with the seed";
+    }
+  }
+  // Measured: the same sink-head rate at every seed.
+  p.sink_heads = 2;
+  for (std::uint64_t seed : {0, 1, 2}) {
+    WorkloadSpec spec = small_llm_spec(1, 4, 2, p);
+    spec.seed = seed;
+    EXPECT_DOUBLE_EQ(sink_head_rate(inspect_workload(generate_workload(spec))), 0.5) << "seed " << seed;
+  }
+  WorkloadSpec too_many = small_llm_spec(1, 4, 2, p);
+  too_many.layer_params[0].sink_heads = 5;
+  EXPECT_THROW(generate_workload(too_many), InputError);
+  too_many.layer_params[0].sink_heads = -2;
+  EXPECT_THROW(generate_workload(too_many), InputError);
+}
+
+TEST(Generator, LowNormSinksHaveTheLowestKeyNormAndKeepTheirLogit) {
+  LlmLikeParams p;  // the default structures, every one on
+  p.sinks = 2;
+  p.sink_logit = 9;
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    WorkloadSpec spec = small_llm_spec(2, 4, 2, p);
+    spec.shape.tokens = 512;
+    spec.seed = seed;
+    spec.layer_params[1].low_norm_sinks = 1;
+    const Workload w = generate_workload(spec);
+    for (int h = 0; h < 2; ++h) {
+      auto norms = [&](int layer) {
+        std::vector<double> n;
+        const auto k = w.k(layer, h);
+        for (int j = 0; j < w.shape().tokens; ++j) {
+          double sq = 0;
+          for (int x = 0; x < w.shape().head_dim; ++x) sq += double(k(j, x)) * k(j, x);
+          n.push_back(std::sqrt(sq));
+        }
+        return n;
+      };
+      const std::vector<double> drawn = norms(0), low = norms(1);
+      const double drawn_rest = *std::min_element(drawn.begin() + 2, drawn.end());
+      const double low_rest = *std::min_element(low.begin() + 2, low.end());
+      // The defect: a drawn norm component puts the sink mid-range, above the lowest key.
+      EXPECT_GT(std::max(drawn[0], drawn[1]), drawn_rest) << "seed " << seed;
+      EXPECT_LT(std::max(low[0], low[1]), low_rest) << "seed " << seed << " kv head " << h;
+    }
+    // The sink logit is unchanged (the amplitude moved to the query side): a query's score on a
+    // low-norm sink key is sink_logit plus a little content noise (a_k u . sigma z').
+    for (int h = 0; h < 4; ++h) {
+      const auto q = w.q(1, h);
+      const auto k = w.k(1, w.shape().kv_head_of(h));
+      double mean = 0;
+      for (int i = 0; i < w.shape().tokens; ++i) {
+        double dot = 0;
+        for (int x = 0; x < w.shape().head_dim; ++x) dot += double(q(i, x)) * k(0, x);
+        mean += dot / std::sqrt(double(w.shape().head_dim)) / w.shape().tokens;
+      }
+      EXPECT_NEAR(mean, p.sink_logit, 0.3) << "seed " << seed << " head " << h;
+    }
+    EXPECT_GT(per_layer_statistics(inspect_workload(w))[1].mean.sink_mass, 0.05) << "seed " << seed;
+  }
+}
+
 TEST(Generator, RecordsPerLayerParametersInTheMetadata) {
   WorkloadSpec spec = small_llm_spec(3, 4, 2, strong_sink());
   spec.layer_params[1].sink_head_fraction = 0.5;
@@ -297,6 +387,9 @@ content_logit_std = 2
   EXPECT_EQ(p.layers[1].content_logit_std, 2.0);
   EXPECT_EQ(p.layers[0].content_logit_std, LlmLikeParams().content_logit_std);
   for (const LlmLikeParams& l : p.layers) EXPECT_TRUE(l.rope_base == 500000 && l.sinks == 1);
+  // A profile written before sink_heads and low_norm_sinks existed: the fraction decides, sink
+  // keys are drawn as before.
+  for (const LlmLikeParams& l : p.layers) EXPECT_TRUE(l.sink_heads == -1 && l.low_norm_sinks == 0);
 }
 
 TEST(Profile, RejectsMalformedFilesNamingTheKey) {

@@ -219,6 +219,50 @@ TEST_F(WorkloadFileValidation, MetadataMustBeWellFormed) {
   }
 }
 
+TEST_F(WorkloadFileValidation, AttentionWindowsAreOneIntegerPerLayer) {
+  const auto tensors = layer_tensors(3, 1, 1, 2, 2);
+  const std::string path = scratch_.unique(".safetensors");
+  write_safetensors(path, tensors, {{"attention_windows", "0,512,1"}});
+  const Workload w = read_workload(path);
+  EXPECT_EQ(w.windows(), (std::vector<int>{0, 512, 1}));
+  EXPECT_EQ(w.window(1), 512);
+  EXPECT_TRUE(w.metadata.empty());  // a reserved key, not provenance
+  for (const std::string bad : {"0,512", "0,512,1,1", "0,-1,1", "0,x,1", "0,,1", "", "0, 1,1", "0,1,99999999999"}) {
+    EXPECT_TRUE(rejected(tensors, {"__metadata__ 'attention_windows': expected 3 comma-separated integers >= 0"},
+                         {{"attention_windows", bad}}))
+        << bad;
+  }
+}
+
+TEST(WorkloadWindows, RoundTripThroughSafetensorsAndRefusedByTheDirectoryForm) {
+  ScratchDir scratch;
+  Workload w(Shape{3, 2, 1, 4, 2});
+  w.q_data()[5] = 1.5f;
+  EXPECT_EQ(w.windows(), (std::vector<int>{0, 0, 0}));
+  EXPECT_FALSE(w.has_windows());
+  w.set_windows({0, 2, 0});
+  EXPECT_TRUE(w.has_windows());
+  const std::string file = scratch.path("w.safetensors");
+  write_workload(file, w);
+  const Workload back = read_workload(file);
+  EXPECT_EQ(back.windows(), (std::vector<int>{0, 2, 0}));
+  EXPECT_TRUE(back == w);
+  Workload global = w;
+  global.set_windows({0, 0, 0});
+  EXPECT_FALSE(global == w);  // the mask is part of the workload
+  EXPECT_FALSE(global.has_windows());
+  const std::string dir = scratch.path("dir");
+  EXPECT_TRUE(rejects([&] { write_workload(dir, w); }, {dir, "attention_windows: expected every layer global", "0,2,0"}));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  Workload reserved = global;
+  reserved.metadata["attention_windows"] = "0,0,0";
+  EXPECT_TRUE(rejects([&] { write_workload(scratch.path("r.safetensors"), reserved); },
+                      {"metadata: expected no entry named 'attention_windows' (reserved)"}));
+  EXPECT_THROW(w.set_windows({0, 1}), std::invalid_argument);
+  EXPECT_THROW(w.set_windows({0, -1, 0}), std::invalid_argument);
+  EXPECT_THROW((void)w.window(3), std::out_of_range);
+}
+
 TEST_F(WorkloadFileValidation, NonfiniteValuesNameTheTensor) {
   auto tensors = layer_tensors(1, 1, 1, 2, 2);
   tensors["layers.0.v"].data[3] = std::numeric_limits<float>::quiet_NaN();

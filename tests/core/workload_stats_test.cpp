@@ -2,7 +2,9 @@
 // present in the default and each one's statistic moves when that structure is switched off.
 #include <gtest/gtest.h>
 
+#include "core/attention.hpp"
 #include "core/generator.hpp"
+#include "core/metrics.hpp"
 #include "core/workload_stats.hpp"
 
 namespace subevict {
@@ -64,6 +66,36 @@ TEST(GaussianWorkload, ShowsNoneOfTheStructures) {
   EXPECT_LT(g.sparsity, 0.5);
   EXPECT_LT(g.sink_mass, 0.05);
   EXPECT_LT(g.heavy_share, defaults().heavy_share);
+}
+
+TEST(Inspect, SlidingWindowLayersAreMeasuredUnderTheirMask) {
+  WorkloadSpec spec = spec_from_preset("tiny", 96, 2, 5);
+  spec.layer_params = {spec.llm, spec.llm};
+  spec.layer_params[1].window = 16;
+  const Workload w = generate_workload(spec);
+  ASSERT_EQ(w.windows(), (std::vector<int>{0, 16}));  // the generator records the mask
+  InspectOptions options;
+  options.recent_window = 8;
+  for (int layer : {0, 1}) {
+    const HeadStatistics st = inspect_head(w, layer, 0, options);
+    EXPECT_EQ(st.window, w.window(layer));
+    // By hand from the masked rows (core/attention.hpp attention_row, tested on its own).
+    const int n = w.shape().tokens, window = w.window(layer);
+    long long below = 0, visible = 0;
+    double first = 0;
+    const int first_from = std::min(options.first_token_from, n / 2);
+    for (int i = 0; i < n; ++i) {
+      const Eigen::VectorXd row = attention_row(w.q(layer, 0), w.k(layer, 0), i, w.score_scale(), window);
+      const int from = first_visible_key(i, window);
+      below += count_below(row.tail(i + 1 - from), options.tau);
+      visible += i + 1 - from;
+      if (i >= first_from) first += row[0];
+    }
+    EXPECT_NEAR(st.sparsity, double(below) / double(visible), 1e-12) << "layer " << layer;
+    EXPECT_NEAR(st.first_token_mass, first / double(n - first_from), 1e-12) << "layer " << layer;
+  }
+  // Beyond the window no query sees token 0: its first-token mass is that of the first 16 rows only.
+  EXPECT_LT(inspect_head(w, 1, 0, options).first_token_mass, inspect_head(w, 0, 0, options).first_token_mass);
 }
 
 TEST(Inspect, RejectsWorkloadsTooShortForTheWindows) {

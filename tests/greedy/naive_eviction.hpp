@@ -98,6 +98,279 @@ int lowest_argmin(const std::vector<int>& set, Score score, Ok ok) {
   return best;
 }
 
+/// keydiff over `set` (ascending): −cos(k_j, mean of the unit keys), 0 for a zero norm product.
+inline std::vector<double> keydiff_scores(const Instance& in, const std::vector<int>& set) {
+  const int d = in.d;
+  const auto key = [&](int j, int c) { return double(in.k[std::size_t(j) * d + c]); };
+  std::vector<double> norm(in.n, 0.0), anchor(d, 0.0), score(in.n, 0.0);
+  for (int j : set) {
+    double sq = 0.0;
+    for (int c = 0; c < d; ++c) sq += key(j, c) * key(j, c);
+    norm[j] = std::sqrt(sq);
+    if (norm[j] > 0.0) {
+      for (int c = 0; c < d; ++c) anchor[c] += key(j, c) / norm[j];
+    }
+  }
+  double anchor_sq = 0.0;
+  for (int c = 0; c < d; ++c) anchor[c] /= double(set.size()), anchor_sq += anchor[c] * anchor[c];
+  for (int j : set) {
+    double dot = 0.0;
+    for (int c = 0; c < d; ++c) dot += key(j, c) * anchor[c];
+    const double denominator = norm[j] * std::sqrt(anchor_sq);
+    score[j] = denominator > 0.0 ? -dot / denominator : 0.0;
+  }
+  return score;
+}
+
+/// leverage over `set`: x_j = k_j − mean, h_j = x_jᵀ (XᵀX + ridge I)⁻¹ x_j by Gauss-Jordan inversion.
+inline std::vector<double> leverage_scores(const Instance& in, const std::vector<int>& set, double ridge) {
+  const int d = in.d;
+  std::vector<double> mean(d, 0.0), score(in.n, 0.0);
+  for (int j : set) {
+    for (int c = 0; c < d; ++c) mean[c] += double(in.k[std::size_t(j) * d + c]);
+  }
+  for (double& x : mean) x /= double(set.size());
+  std::vector<std::vector<double>> x;
+  for (int j : set) {
+    std::vector<double> row(d);
+    for (int c = 0; c < d; ++c) row[c] = double(in.k[std::size_t(j) * d + c]) - mean[c];
+    x.push_back(row);
+  }
+  // [G | I] -> [I | G⁻¹], partial pivoting.
+  std::vector<std::vector<double>> aug(d, std::vector<double>(2 * d, 0.0));
+  for (int a = 0; a < d; ++a) {
+    for (int b = 0; b < d; ++b) {
+      for (const auto& row : x) aug[a][b] += row[a] * row[b];
+    }
+    aug[a][a] += ridge;
+    aug[a][d + a] = 1.0;
+  }
+  for (int col = 0; col < d; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < d; ++r) {
+      if (std::abs(aug[r][col]) > std::abs(aug[pivot][col])) pivot = r;
+    }
+    std::swap(aug[col], aug[pivot]);
+    const double p = aug[col][col];
+    for (double& v : aug[col]) v /= p;
+    for (int r = 0; r < d; ++r) {
+      if (r == col) continue;
+      const double f = aug[r][col];
+      for (int c = 0; c < 2 * d; ++c) aug[r][c] -= f * aug[col][c];
+    }
+  }
+  for (std::size_t e = 0; e < set.size(); ++e) {
+    double h = 0.0;
+    for (int a = 0; a < d; ++a) {
+      for (int b = 0; b < d; ++b) h += x[e][a] * aug[a][d + b] * x[e][b];
+    }
+    score[set[e]] = h;
+  }
+  return score;
+}
+
+/// expected_attention over the non-sink `set` with the queries `first..last` (inclusive).
+inline std::vector<double> expected_attention_scores(const Instance& in, const std::vector<int>& set, int first,
+                                                     int last, const PolicyParams& p, GroupAggregation rule) {
+  const int d = in.d;
+  const auto key = [&](int j, int c) { return double(in.k[std::size_t(j) * d + c]); };
+  std::vector<std::vector<double>> prob(in.g, std::vector<double>(in.n, 0.0));
+  for (int h = 0; h < in.g; ++h) {
+    const auto query = [&](int s, int c) { return double(in.q[h][std::size_t(s) * d + c]); };
+    const double m = double(last - first + 1);
+    std::vector<double> mu(d, 0.0);
+    std::vector<std::vector<double>> second(d, std::vector<double>(d, 0.0));
+    for (int s = first; s <= last; ++s) {
+      for (int a = 0; a < d; ++a) {
+        mu[a] += query(s, a);
+        for (int b = 0; b < d; ++b) second[a][b] += query(s, a) * query(s, b);
+      }
+    }
+    for (int a = 0; a < d; ++a) mu[a] /= m;
+    std::vector<double> z(in.n, 0.0);
+    double top = -1e300;
+    for (int j : set) {
+      double linear = 0.0, quadratic = 0.0;
+      for (int a = 0; a < d; ++a) {
+        linear += mu[a] * key(j, a);
+        for (int b = 0; b < d; ++b) quadratic += key(j, a) * (second[a][b] / m - mu[a] * mu[b]) * key(j, b);
+      }
+      z[j] = in.scale * linear + (p.use_covariance ? in.scale * in.scale / 2.0 * quadratic : 0.0);
+      top = std::max(top, z[j]);
+    }
+    double total = 0.0;
+    for (int j : set) total += std::exp(z[j] - top);
+    for (int j : set) prob[h][j] = std::exp(z[j] - top) / total;
+  }
+  std::vector<double> score(in.n, 0.0);
+  for (int j : set) {
+    std::vector<double> x;
+    for (int h = 0; h < in.g; ++h) x.push_back(prob[h][j]);
+    double vnorm = 0.0;
+    for (int c = 0; c < d; ++c) vnorm += double(in.v[std::size_t(j) * d + c]) * double(in.v[std::size_t(j) * d + c]);
+    score[j] = p.use_vnorm ? (combine(rule, x) + p.epsilon) * std::sqrt(vnorm) : combine(rule, x);
+  }
+  return score;
+}
+
+/// lagkv over `set` (ascending), from its documented rule.
+inline std::vector<double> lagkv_scores(const Instance& in, const std::vector<int>& set, const PolicyParams& p) {
+  const int m = int(set.size()), s = p.sinks, L = p.lag_size, d = in.d;
+  std::vector<double> score(in.n, 0.0);
+  for (int j : set) score[j] = 1.0;
+  if (m < s + 2 * L) {
+    for (int r = s; r < m; ++r) score[set[r]] = double(r - s) / double(m - s);
+    return score;
+  }
+  const int J = (m - s) / L;
+  const auto softmax_spread = [&](const std::vector<float>& x, int part) {
+    std::vector<double> sigma;
+    for (int e = 0; e < L; ++e) {
+      std::vector<double> y;
+      for (int c = 0; c < d; ++c) {
+        double lo = 1e300, hi = -1e300;
+        for (int f = 0; f < L; ++f) {
+          lo = std::min(lo, double(x[std::size_t(set[s + (part + 1) * L + f]) * d + c]));
+          hi = std::max(hi, double(x[std::size_t(set[s + (part + 1) * L + f]) * d + c]));
+        }
+        const double value = double(x[std::size_t(set[s + part * L + e]) * d + c]);
+        y.push_back(hi > lo ? (value - lo) / (hi - lo) : 0.0);
+      }
+      double mean = 0.0, sq = 0.0;
+      for (double v : y) mean += v;
+      mean /= d;
+      for (double v : y) sq += (v - mean) * (v - mean);
+      sigma.push_back(d > 1 ? std::sqrt(sq / (d - 1)) : 0.0);
+    }
+    const double top = *std::max_element(sigma.begin(), sigma.end());
+    double total = 0.0;
+    for (double v : sigma) total += std::exp(v - top);
+    std::vector<double> out;
+    for (double v : sigma) out.push_back(std::exp(v - top) / total);
+    return out;
+  };
+  for (int part = 0; part < J - 1; ++part) {
+    const std::vector<double> pk = softmax_spread(in.k, part), pv = softmax_spread(in.v, part);
+    for (int e = 0; e < L; ++e) {
+      const double raw = (pk[e] + pv[e]) / 2.0;
+      int below = 0;
+      for (int f = 0; f < L; ++f) {
+        const double other = (pk[f] + pv[f]) / 2.0;
+        if (other < raw || (other == raw && f < e)) ++below;
+      }
+      score[set[s + part * L + e]] = p.cross_scoring ? raw : double(below) / L;
+    }
+  }
+  return score;
+}
+
+/// cur over `set` (ascending), from its documented rule.
+inline std::vector<double> cur_scores(const Instance& in, const std::vector<int>& set, const PolicyParams& p) {
+  const int m = int(set.size()), d = in.d, w = p.local_window_size;
+  std::vector<double> k2(m, 0.0), v2(m, 0.0), score(in.n, 0.0);
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < d; ++c) {
+      k2[r] += double(in.k[std::size_t(set[r]) * d + c]) * double(in.k[std::size_t(set[r]) * d + c]);
+      v2[r] += double(in.v[std::size_t(set[r]) * d + c]) * double(in.v[std::size_t(set[r]) * d + c]);
+    }
+  }
+  if (p.use_local_approximation) {
+    std::vector<double> nk(m), nv(m);
+    for (int r = 0; r < m; ++r) {
+      double sk = 0.0, sv = 0.0;
+      for (int f = (r / w) * w; f < std::min(m, (r / w + 1) * w); ++f) sk += k2[f], sv += v2[f];
+      nk[r] = sk > 0.0 ? k2[r] / sk : 0.0;
+      nv[r] = sv > 0.0 ? v2[r] / sv : 0.0;
+    }
+    k2 = nk;
+    v2 = nv;
+  }
+  std::vector<double> combined(m);
+  double total = 0.0;
+  for (int r = 0; r < m; ++r) {
+    combined[r] = p.cur_leverage == CurLeverage::kKey     ? k2[r]
+                  : p.cur_leverage == CurLeverage::kValue ? v2[r]
+                  : p.cur_leverage == CurLeverage::kKvAvg ? (k2[r] + v2[r]) / 2.0
+                                                          : k2[r] * v2[r];
+    total += combined[r];
+  }
+  for (int r = 0; r < m; ++r) score[set[r]] = total > 0.0 ? combined[r] / total : 0.0;
+  return score;
+}
+
+/// The inverse of the d x d matrix `a` by Gauss-Jordan elimination with partial pivoting.
+inline std::vector<std::vector<double>> naive_inverse(std::vector<std::vector<double>> a) {
+  const int d = int(a.size());
+  std::vector<std::vector<double>> inv(d, std::vector<double>(d, 0.0));
+  for (int r = 0; r < d; ++r) inv[r][r] = 1.0;
+  for (int col = 0; col < d; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < d; ++r) {
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    }
+    std::swap(a[col], a[pivot]);
+    std::swap(inv[col], inv[pivot]);
+    const double p = a[col][col];
+    for (int c = 0; c < d; ++c) a[col][c] /= p, inv[col][c] /= p;
+    for (int r = 0; r < d; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col];
+      for (int c = 0; c < d; ++c) a[r][c] -= f * a[col][c], inv[r][c] -= f * inv[col][c];
+    }
+  }
+  return inv;
+}
+
+/// cap over the non-sink `set` with the queries `first..last` (inclusive), from its documented rule.
+inline std::vector<double> cap_scores(const Instance& in, const std::vector<int>& set, int first, int last,
+                                      const PolicyParams& p, GroupAggregation rule) {
+  const int d = in.d;
+  const auto key = [&](int j, int c) { return double(in.k[std::size_t(j) * d + c]); };
+  const auto value = [&](int j, int c) { return double(in.v[std::size_t(j) * d + c]); };
+  std::vector<std::vector<double>> head(in.g, std::vector<double>(in.n, 0.0));
+  for (int h = 0; h < in.g; ++h) {
+    std::vector<double> mu(d, 0.0);
+    for (int s = first; s <= last; ++s) {
+      for (int c = 0; c < d; ++c) mu[c] += double(in.q[h][std::size_t(s) * d + c]);
+    }
+    for (double& x : mu) x /= double(last - first + 1);
+    double mu_sq = 0.0;
+    for (double x : mu) mu_sq += x * x;
+    std::vector<double> stat(in.n, 0.0), w(in.n, 0.0);
+    double top = -1e300;
+    for (int j : set) {
+      double dot = 0.0, k_sq = 0.0;
+      for (int c = 0; c < d; ++c) dot += mu[c] * key(j, c), k_sq += key(j, c) * key(j, c);
+      const double denominator = std::sqrt(mu_sq) * std::sqrt(k_sq);
+      stat[j] = denominator > 0.0 ? std::min(1.0, std::max(-1.0, dot / denominator)) : 0.0;
+      top = std::max(top, stat[j]);
+    }
+    std::vector<std::vector<double>> a(d, std::vector<double>(d, 0.0));
+    for (int r = 0; r < d; ++r) a[r][r] = 1.0;
+    for (int j : set) {
+      w[j] = std::exp(p.tau * (stat[j] - top));
+      for (int r = 0; r < d; ++r) {
+        for (int c = 0; c < d; ++c) a[r][c] += (w[j] + p.cap_epsilon) * value(j, r) * value(j, c);
+      }
+    }
+    const std::vector<std::vector<double>> inv = naive_inverse(a);
+    for (int j : set) {
+      double lev = 0.0;
+      for (int r = 0; r < d; ++r) {
+        for (int c = 0; c < d; ++c) lev += value(j, r) * inv[r][c] * value(j, c);
+      }
+      head[h][j] = w[j] * lev;
+    }
+  }
+  std::vector<double> score(in.n, 0.0);
+  for (int j : set) {
+    std::vector<double> x;
+    for (int h = 0; h < in.g; ++h) x.push_back(head[h][j]);
+    score[j] = combine(rule, x);
+  }
+  return score;
+}
+
 inline Result simulate(const Instance& in, const Setup& setup) {
   const int n = in.n, g = in.g;
   const HeadGroup group = in.group();
@@ -142,7 +415,7 @@ inline Result simulate(const Instance& in, const Setup& setup) {
   const auto fixed_class = [&](int i, int j) {
     return j / p.stride == i / p.stride ? 2.0 : (j % p.stride >= p.stride - p.summary ? 1.0 : 0.0);
   };
-  const bool accumulates = name.rfind("h2o", 0) == 0 && name != "h2o-oracle";
+  const bool accumulates = (name.rfind("h2o", 0) == 0 && name != "h2o-oracle") || name == "observed_attention";
 
   Result out;
   out.budget = k;
@@ -181,7 +454,28 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       for (int j = 0; j < P; ++j) score[j] = acc[j], ok[j] = j < P - hh + 1;
     } else if (name == "h2o-oracle") {
       for (int j = 0; j < P; ++j) score[j] = oracle[j], ok[j] = j < P - recent;
-    } else if (name == "streamingllm") {
+    } else if (name == "streamingllm" || name == "streaming_llm") {
+      for (int j = 0; j < P; ++j) ok[j] = j >= p.sinks;
+    } else if (name == "knorm") {
+      for (int j = 0; j < P; ++j) score[j] = -norm[j];
+    } else if (name == "observed_attention") {
+      for (int j = 0; j < P; ++j) score[j] = acc[j] / double(P - j);
+    } else if (name == "keydiff" || name == "leverage") {
+      std::vector<int> prompt;
+      for (int j = 0; j < P; ++j) prompt.push_back(j);
+      score = name == "keydiff" ? keydiff_scores(in, prompt) : leverage_scores(in, prompt, p.ridge);
+    } else if (name == "lagkv" || name == "cur") {
+      std::vector<int> prompt;
+      for (int j = 0; j < P; ++j) prompt.push_back(j);
+      score = name == "lagkv" ? lagkv_scores(in, prompt, p) : cur_scores(in, prompt, p);
+      if (name == "cur") {
+        for (int j = 0; j < P; ++j) ok[j] = j >= p.sinks;
+      }
+    } else if (name == "expected_attention" || name == "cap") {
+      std::vector<int> prompt;
+      for (int j = p.sinks; j < P; ++j) prompt.push_back(j);
+      score = name == "cap" ? cap_scores(in, prompt, p.sinks, P - 1, p, setup.rule)
+                            : expected_attention_scores(in, prompt, p.sinks, P - 1, p, setup.rule);
       for (int j = 0; j < P; ++j) ok[j] = j >= p.sinks;
     } else if (name == "sparse-strided") {
       for (int j = 0; j < P; ++j) score[j] = strided_class(P - 1, j);
@@ -296,8 +590,32 @@ inline Result simulate(const Instance& in, const Setup& setup) {
         victim = lowest_argmin(members, [&](int j) { return oracle[j]; }, [&](int j) { return j <= i - recent; });
       } else if (name == "local") {
         victim = members.front();
-      } else if (name == "streamingllm") {
+      } else if (name == "streamingllm" || name == "streaming_llm") {
         victim = lowest_argmin(members, [](int) { return 0.0; }, [&](int j) { return j >= p.sinks; });
+      } else if (name == "knorm") {
+        victim = lowest_argmin(members, [&](int j) { return -norm[j]; }, all);
+      } else if (name == "observed_attention") {
+        victim = lowest_argmin(members, [&](int j) { return acc[j] / double(i - j + 1); }, all);
+      } else if (name == "keydiff") {
+        const std::vector<double> score = keydiff_scores(in, members);
+        victim = lowest_argmin(members, [&](int j) { return score[j]; }, all);
+      } else if (name == "leverage") {
+        const std::vector<double> score = leverage_scores(in, members, p.ridge);
+        victim = lowest_argmin(members, [&](int j) { return score[j]; }, all);
+      } else if (name == "lagkv") {
+        const std::vector<double> score = lagkv_scores(in, members, p);
+        victim = lowest_argmin(members, [&](int j) { return score[j]; }, all);
+      } else if (name == "cur") {
+        const std::vector<double> score = cur_scores(in, members, p);
+        victim = lowest_argmin(members, [&](int j) { return score[j]; }, [&](int j) { return j >= p.sinks; });
+      } else if (name == "expected_attention" || name == "cap") {
+        std::vector<int> rest;
+        for (int j : members) {
+          if (j >= p.sinks) rest.push_back(j);
+        }
+        const std::vector<double> score = name == "cap" ? cap_scores(in, rest, p.sinks, i, p, setup.rule)
+                                                        : expected_attention_scores(in, rest, p.sinks, i, p, setup.rule);
+        victim = lowest_argmin(rest, [&](int j) { return score[j]; }, all);
       } else if (name == "sparse-strided") {
         victim = lowest_argmin(members, [&](int j) { return strided_class(i, j); }, all);
       } else if (name == "sparse-fixed") {

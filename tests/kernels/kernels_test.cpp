@@ -131,6 +131,10 @@ TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
     p.recency_logit = 2.0 - l / 2.0;
     p.temperature = 1.0 + l / 4.0;
     p.value_std = 0.5 * (l + 1);
+    p.sink_heads = l == 2 ? -1 : 2 * l;  // an exact count of sink heads in layers 0 and 1
+    p.low_norm_sinks = l % 2;            // layer 1: low-norm sink keys, query-side sink amplitude
+    p.exact_recency = l == 0 ? 1 : 0;
+    p.fixed_structure = l == 1 ? 1 : 0;
   }
   specs.push_back(varied);
   for (const WorkloadSpec& spec : specs) {

@@ -1,10 +1,11 @@
-"""The forwards of the LLaMA-shaped families (subevict.models: qwen2, qwen3, phi3) on small GGUF files
-that the tests write with the gguf package, in llama.cpp's tensor names and metadata, from random
-weights.
+"""The forwards of the LLaMA-shaped families (subevict.models: llama, qwen2, qwen3, phi3) on small
+GGUF files that the tests write with the gguf package (small_gguf.py: llama.cpp's tensor names,
+metadata and a small vocabulary), from random weights. llama.cpp itself runs the same files:
+llama_cpp_families_test.py.
 
 References, independent of subevict.models:
-- Hugging Face transformers' Qwen2ForCausalLM and Phi3ForCausalLM on the same weights (the models
-  llama.cpp's converter reads);
+- Hugging Face transformers' LlamaForCausalLM, Qwen2ForCausalLM and Phi3ForCausalLM on the same
+  weights (the models llama.cpp's converter reads);
 - for Qwen3 (newer than the transformers that runs on this torch), `reference_logits` below: one
   position at a time in float64 numpy from the Hugging Face parameter names, itself checked
   against transformers on Qwen2 and Phi-3 here.
@@ -16,106 +17,30 @@ import numpy as np
 import pytest
 import torch
 
+from small_gguf import (EPS, FFN, HEADS, HIDDEN, KV_HEADS, LAYERS, THETA, VOCAB, ablate,
+                        random_weights, write_gguf)
 from subevict import models
 
-LAYERS, HIDDEN, HEADS, KV_HEADS, FFN, VOCAB, TOKENS = 2, 64, 4, 2, 96, 97, 40
-EPS, THETA = 1e-6, 10000.0
+TOKENS = 40
 # float32 forwards in different orders against each other or float64: logits of magnitude ~10
 # agree to ~1e-5; a wrong forward misses by far more than 1e-2.
 LOGIT_TOL = 1e-3
 
 
-def random_weights(family, seed):
-    """Hugging Face parameter names -> float32 tensors of a small model of `family`."""
-    g = torch.Generator().manual_seed(seed)
-    d = HIDDEN // HEADS
-
-    def r(*shape, scale=0.3):
-        return torch.randn(*shape, generator=g) * scale
-
-    def norm(n):
-        return 1.0 + r(n, scale=0.1)
-
-    w = {"model.embed_tokens.weight": r(VOCAB, HIDDEN, scale=1.0), "model.norm.weight": norm(HIDDEN),
-         "lm_head.weight": r(VOCAB, HIDDEN)}
-    for i in range(LAYERS):
-        p = f"model.layers.{i}."
-        w[p + "input_layernorm.weight"] = norm(HIDDEN)
-        w[p + "post_attention_layernorm.weight"] = norm(HIDDEN)
-        w[p + "self_attn.o_proj.weight"] = r(HIDDEN, HEADS * d)
-        w[p + "mlp.down_proj.weight"] = r(HIDDEN, FFN)
-        q, k, v = r(HEADS * d, HIDDEN), r(KV_HEADS * d, HIDDEN), r(KV_HEADS * d, HIDDEN)
-        if family == "phi3":
-            w[p + "self_attn.qkv_proj.weight"] = torch.cat([q, k, v])
-            w[p + "mlp.gate_up_proj.weight"] = torch.cat([r(FFN, HIDDEN), r(FFN, HIDDEN)])
-            continue
-        w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"] = q, k
-        w[p + "self_attn.v_proj.weight"] = v
-        w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"] = r(FFN, HIDDEN), r(FFN, HIDDEN)
-        if family == "qwen2":
-            for part, rows in (("q", HEADS * d), ("k", KV_HEADS * d), ("v", KV_HEADS * d)):
-                w[p + f"self_attn.{part}_proj.bias"] = r(rows)
-        if family == "qwen3":
-            w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"] = norm(d), norm(d)
-    return w
-
-
-# Hugging Face names -> llama.cpp's GGUF names (the converter's map for these families).
-GGUF_NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
-              "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
-              "self_attn.v_proj.weight": "attn_v.weight", "self_attn.q_proj.bias": "attn_q.bias",
-              "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
-              "self_attn.o_proj.weight": "attn_output.weight", "self_attn.qkv_proj.weight": "attn_qkv.weight",
-              "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
-              "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
-              "mlp.gate_up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
-
-
-def write_gguf(path, family, weights, sliding_window=None, extra_tensors=None):
-    import gguf
-
-    writer = gguf.GGUFWriter(str(path), family)
-    if sliding_window is not None:
-        writer.add_uint32(f"{family}.attention.sliding_window", sliding_window)
-    writer.add_name(f"test-{family}")
-    writer.add_block_count(LAYERS)
-    writer.add_context_length(256)
-    writer.add_embedding_length(HIDDEN)
-    writer.add_feed_forward_length(FFN)
-    writer.add_head_count(HEADS)
-    writer.add_head_count_kv(KV_HEADS)
-    writer.add_layer_norm_rms_eps(EPS)
-    writer.add_rope_freq_base(THETA)
-    for name, value in weights.items():
-        if name == "model.embed_tokens.weight":
-            gguf_name = "token_embd.weight"
-        elif name == "model.norm.weight":
-            gguf_name = "output_norm.weight"
-        elif name == "lm_head.weight":
-            gguf_name = "output.weight"
-        else:
-            layer, rest = name[len("model.layers."):].split(".", 1)
-            gguf_name = f"blk.{layer}.{GGUF_NAMES[rest]}"
-        writer.add_tensor(gguf_name, value.numpy().astype(np.float32))
-    for name, value in (extra_tensors or {}).items():
-        writer.add_tensor(name, value)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
-
-def transformers_logits(family, weights, ids):
+def transformers_logits(family, weights, ids, sliding_window=None):
     import transformers
 
     common = dict(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN, num_hidden_layers=LAYERS,
                   num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=256,
                   rms_norm_eps=EPS, rope_theta=THETA, tie_word_embeddings=False, attn_implementation="eager")
-    if family == "qwen2":
+    if family == "llama":
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**common))
+    elif family == "qwen2":
         model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common))
     else:
         model = transformers.Phi3ForCausalLM(transformers.Phi3Config(
-            **common, pad_token_id=0, bos_token_id=1, eos_token_id=2, original_max_position_embeddings=256))
+            **common, pad_token_id=0, bos_token_id=1, eos_token_id=2, original_max_position_embeddings=256,
+            sliding_window=sliding_window))
     missing, unexpected = model.load_state_dict(weights, strict=False)
     assert not unexpected and all("rotary" in m for m in missing), (missing, unexpected)
     model.eval()
@@ -193,7 +118,7 @@ def test_transformers_and_the_reference_agree(family):
     assert gap(transformers_logits(family, weights, ids), reference_logits(weights, ids)) < LOGIT_TOL
 
 
-@pytest.mark.parametrize("family", ["qwen2", "qwen3", "phi3"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "phi3"])
 def test_the_gguf_forward_matches_the_reference(family, tmp_path):
     weights, ids = random_weights(family, 3), ids_of(4)
     path = tmp_path / f"{family}.gguf"
@@ -209,16 +134,9 @@ def test_the_gguf_forward_matches_the_reference(family, tmp_path):
 
 
 def broken(family, model):
-    """A wrong forward of each family: what a plausible bug would do."""
-    if family == "qwen2":
-        for block in model.blocks:
-            del block["attn_k.bias"]  # a bias forgotten
-    elif family == "qwen3":
-        model.qk_norms = False  # the QK-norm skipped
-    else:
-        for block in model.blocks:
-            block["ffn_gate"], block["ffn_up"] = block["ffn_up"], block["ffn_gate"]  # halves swapped
-    return model
+    """A wrong forward of each family: what a plausible bug would do (a bias forgotten, the QK-norm
+    skipped, the fused gate and up halves swapped)."""
+    return ablate(model, {"qwen2": "k_bias_off", "qwen3": "qk_norm_off", "phi3": "swap_gate_up"}[family])
 
 
 @pytest.mark.parametrize("family", ["qwen2", "qwen3", "phi3"])
@@ -248,7 +166,9 @@ def test_sliding_windows_and_unsupported_files_are_read_as_stated(tmp_path):
     full, local = models.forward(models.load(str(tmp_path / "global.gguf")), ids), models.forward(windowed, ids)
     assert gap(full[:16], local[:16]) == 0.0  # the first 16 queries see every key either way
     assert gap(full[16:], local[16:]) > 100 * LOGIT_TOL  # later ones see the last 16 only
-    # llama.cpp reads the window for phi3 alone: a qwen2 file that names one attends globally.
+    assert gap(local, transformers_logits("phi3", weights, ids, sliding_window=16)) < LOGIT_TOL
+    # llama.cpp reads the key for phi3 alone: a qwen2 file that names one attends globally. (llama.cpp
+    # 0.3.36 then ignores it for phi3 too: llama_cpp_families_test.py.)
     write_gguf(tmp_path / "qwen2.gguf", "qwen2", random_weights("qwen2", 5), sliding_window=16)
     assert models.load(str(tmp_path / "qwen2.gguf")).windows == [None] * LAYERS
     # LongRoPE's factors (the 128k-context Phi-3 files) are refused, naming them.

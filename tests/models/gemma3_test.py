@@ -9,6 +9,7 @@ off, the two RoPE bases swapped) raises it clearly. Run with the project's venv:
 
 import os
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -88,14 +89,24 @@ def test_the_tokenizer_encodes_as_sentencepiece_merges(gemma):
     assert pieces[:4] == ["Hello", "\u2581world", ",", "\u2581the"]
 
 
-def test_the_exporter_refuses_sliding_window_layers(gemma, tmp_path):
-    import sys
-
+def test_export_records_each_layers_window_and_every_tool_reads_it(gemma, tmp_path):
     model, _ = gemma
     out = tmp_path / "gemma.safetensors"
+    n = 600  # beyond the 512-key window
     result = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "export_gguf.py"),
-                             "--gguf", model.path, "--text-file", TEXT, "--tokens", "64", "-o",
-                             str(out)], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 2, result.stderr
-    assert "layers 0,1,2,3,4,6," in result.stderr and "sliding window" in result.stderr
-    assert not out.exists()
+                             "--gguf", model.path, "--text-file", TEXT, "--tokens", str(n),
+                             "--layers", "4,5", "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    w = subevict.read_workload(str(out))
+    assert w.windows == [512, 0]  # source layer 4 slides, layer 5 is global
+    window_rows = subevict.attention(w, 0, 0)
+    global_rows = subevict.attention(w, 1, 0)
+    last = n - 1
+    assert float(abs(window_rows[last, :last - 511]).max()) == 0.0
+    assert abs(float(window_rows[last].sum()) - 1.0) < 1e-9
+    assert float(global_rows[last, :last - 511].sum()) > 1e-3  # the global layer still sees them
+    assert [layer["window"] for layer in subevict.inspect(w)["layers"]] == [512, 0]
+    # The same tensors read as global attention differ: the mask is part of the workload.
+    unmasked = subevict.Workload(w.q, w.k, w.v, w.score_scale, w.metadata)
+    assert float(subevict.attention(unmasked, 0, 0)[last, :last - 511].sum()) > 1e-3

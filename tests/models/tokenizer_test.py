@@ -71,3 +71,22 @@ def test_the_space_prefix_follows_the_start_and_every_user_defined_token():
     spm = small_vocabulary(add_space_prefix=True)
     assert spm.encode_ids("a\na") == [5, 7, 5]  # "▁a", "\n", "▁a"
     assert spm.encode_ids("c") == [3, 9]  # "▁" then the byte fallback of "c"
+
+
+def _pieces(pre, text):
+    from tokenizers import Regex, pre_tokenizers
+
+    split = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r), behavior="isolated")
+                                     for r in tokenizer_module.BPE_PRE_TOKENIZERS[pre]])
+    return [piece for piece, _ in split.pre_tokenize_str(text)]
+
+
+def test_the_qwen2_pre_tokenizer_splits_every_digit_where_llama3_groups_three():
+    # Pieces by hand from the two expressions: contractions case-insensitively, a letter run with
+    # one leading non-letter, digits (one each for qwen2, up to three for llama-bpe), punctuation
+    # runs with trailing newlines, newline runs, spaces.
+    text = "Hello world 12345 DON'T stop!\n\nx"
+    assert _pieces("qwen2", text) == ["Hello", " world", " ", "1", "2", "3", "4", "5", " DON", "'T",
+                                      " stop", "!\n\n", "x"]
+    assert _pieces("llama-bpe", text) == ["Hello", " world", " ", "123", "45", " DON", "'T", " stop",
+                                          "!\n\n", "x"]

@@ -12,6 +12,7 @@
 #include "greedy/eviction/policies/lookahead.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/streamed_flow.hpp"
+#include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/process/streamed_gains.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
@@ -78,10 +79,12 @@ ImplicitFlowOptions flow_options(const HeadEvaluationOptions& options) {
   return flow;
 }
 
-/// Each budget's optimum (or certified interval) into its evaluation.
-void store_optima(const std::vector<ImplicitFlowResult>& optima, std::vector<HeadEvaluation>& out) {
+/// Each budget's optimum (or certified interval) into its evaluation, its schedule without the
+/// tokens a sliding window no longer shows (the optimum may keep them at no gain).
+void store_optima(const std::vector<ImplicitFlowResult>& optima, int window, std::vector<HeadEvaluation>& out) {
   for (std::size_t b = 0; b < optima.size(); ++b) {
     out[b].optimum = optima[b].summary;
+    out[b].optimum.last_step = drop_outside_window(std::move(out[b].optimum.last_step), window);
     out[b].has_optimum = out[b].optimum.status == ScheduleStatus::kOptimal;
     out[b].has_interval = out[b].optimum.status != ScheduleStatus::kFailed;
   }
@@ -103,7 +106,7 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
     }
   }
   if (options.optimum == OptimumMode::kFlow || options.optimum == OptimumMode::kCertified) {
-    store_optima(implicit_flow_optima(gains, budgets, flow_options(options)), out);
+    store_optima(implicit_flow_optima(gains, budgets, flow_options(options)), group.window, out);
   }
 }
 
@@ -111,7 +114,7 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
 /// mode kFlow or kCertified (evaluate_head_budgets refuses kOracle here).
 void add_streamed_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
                          std::vector<HeadEvaluation>& out) {
-  store_optima(streamed_flow_optima(StreamedGains(group, 1), budgets, flow_options(options)), out);
+  store_optima(streamed_flow_optima(StreamedGains(group, 1), budgets, flow_options(options)), group.window, out);
 }
 
 }  // namespace

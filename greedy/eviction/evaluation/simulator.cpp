@@ -17,6 +17,7 @@
 #include "core/input_error.hpp"
 #include "core/weighted_rows.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
+#include "greedy/eviction/process/cache_schedule.hpp"
 
 namespace subevict::greedy {
 
@@ -108,14 +109,16 @@ std::vector<int> Trace::last_step() const {
   for (const StepRecord& record : steps) {
     if (record.evicted != kNoEviction) last[std::size_t(record.evicted)] = record.step - 1;
   }
-  return last;
+  return drop_outside_window(std::move(last), window);
 }
 
 std::vector<ExactRows> group_exact_rows(const HeadGroup& input) {
   input.validate();
   const CpuPath path = active_cpu_path();
   std::vector<ExactRows> exact;
-  for (const ConstHeadMap& q : input.q) exact.push_back(exact_attention_rows(q, input.k, input.v, input.scale, path));
+  for (const ConstHeadMap& q : input.q) {
+    exact.push_back(exact_attention_rows(q, input.k, input.v, input.scale, path, input.window));
+  }
   return exact;
 }
 
@@ -145,7 +148,9 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
 
   PolicyContext context{&input, n, options.budget, options.prefill, options.aggregation, options.seed};
   policy.reset(context);
-  const int k = policy.compresses() ? context.budget : n;
+  // A window of W ≤ k keys never fills a cache of k: the run compresses nothing (budget n).
+  const bool compresses = policy.compresses() && (input.window == 0 || context.budget < input.window);
+  const int k = compresses ? context.budget : n;
   const bool prefill = options.prefill > k;
   const int start = prefill ? options.prefill : 0;
 
@@ -158,6 +163,7 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
   trace.heads = g;
   trace.budget = k;
   trace.prefill = options.prefill;
+  trace.window = input.window;
   trace.steps.resize(std::size_t(n));
   const bool metrics = options.compute_metrics;
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -179,8 +185,9 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
   for (int i = 0; i < start; ++i) {
     trace.steps[std::size_t(i)] = {i, metrics ? 1.0 : nan, metrics ? 0.0 : nan, metrics ? 0.0 : nan, kNoEviction};
     if (options.record_cache) {
-      trace.cache[std::size_t(i)].resize(std::size_t(i + 1));
-      std::iota(trace.cache[std::size_t(i)].begin(), trace.cache[std::size_t(i)].end(), 0);
+      const Token from = first_visible_key(i + 1, input.window);  // the tokens step i + 1 can see
+      trace.cache[std::size_t(i)].resize(std::size_t(i + 1 - from));
+      std::iota(trace.cache[std::size_t(i)].begin(), trace.cache[std::size_t(i)].end(), from);
     }
   }
   if (prefill) {
@@ -200,7 +207,8 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
       }
     }
     evicted_any = !trace.prefill_evicted.empty();
-    if (options.record_cache) trace.cache[std::size_t(start - 1)] = kept;
+    for (Token t = 0; t < first_visible_key(start, input.window); ++t) cache.remove(t);  // left the window
+    if (options.record_cache) trace.cache[std::size_t(start - 1)] = cache.sorted();
   }
 
   Eigen::MatrixXd queries(d, g), logits(capacity, g), outputs(d, g);
@@ -282,6 +290,8 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
       evicted_any = true;
     }
     record.evicted = evicted;
+    // The token step i + 1 no longer sees leaves the cache (sliding window); not an eviction.
+    if (input.window > 0 && i + 1 - input.window >= 0) cache.remove(i + 1 - input.window);
     if (options.record_cache) trace.cache[std::size_t(i)] = cache.sorted();
   }
   trace.step_seconds = std::chrono::duration<double>(Clock::now() - t1).count();

@@ -9,6 +9,13 @@
 /// - Prefill (P > k): steps 0..P−1 attend over every earlier token (G_i = {0..i}); after step P−1
 ///   the policy's prefill rule keeps at most k of {0..P−1} and streaming resumes at step P. With
 ///   P ≤ k the prompt streams like any other tokens (nothing would be compressed).
+/// - Sliding windows (HeadGroup::window = W > 0): query i sees keys i − W < j ≤ i only. At the
+///   end of step i (after the policy's eviction, and after the prefill rule at step P − 1) every
+///   token query i + 1 cannot see leaves the cache: the runtime drops it, so it is not an eviction
+///   and takes no budget (StepRecord::evicted stays the policy's choice). Hence |G_i| ≤ W, and a
+///   budget k ≥ W never fills the cache: the run compresses nothing and reports budget n, as
+///   for a policy that does not compress the head. The exact
+///   rows and every metric use the window's mask.
 /// - Teacher forcing: Q, K and V are fixed inputs; eviction in one layer does not change the
 ///   inputs of later layers or later queries.
 /// - Metrics of step i for query head h, with a the exact causal row over {0..i}:
@@ -91,8 +98,9 @@ struct Trace {
   int kv_head = 0;
   int tokens = 0;       ///< n
   int heads = 1;        ///< g
-  int budget = 0;       ///< k actually used (n when the policy does not compress this head)
+  int budget = 0;       ///< k actually used (n when the policy does not compress this head, or k ≥ window)
   int prefill = 0;      ///< P
+  int window = 0;       ///< HeadGroup::window (0: global)
   /// Per step i = 0..n−1. Steps i < P (with P > k) attend over the whole prefix (r = 1).
   std::vector<StepRecord> steps;
   /// Per step and query head, row-major [step][head] (n × g); empty without metrics.
@@ -115,7 +123,8 @@ struct Trace {
 
   /// The schedule t_j (greedy/eviction/process/cache_schedule.hpp): the last step i with j ∈ S_i; j − 1 when
   /// evicted on arrival, n − 1 when never evicted; prefill-dropped tokens get P − 2 (they are in
-  /// G_{P−1} but not in S_{P−1}). j ∈ G_i exactly for j ≤ i ≤ t_j + 1.
+  /// G_{P−1} but not in S_{P−1}); with a window W, t_j ≤ j + W − 2 (the token leaves after step
+  /// j + W − 1, the last that sees it). j ∈ G_i exactly for j ≤ i ≤ t_j + 1.
   [[nodiscard]] std::vector<int> last_step() const;
 };
 

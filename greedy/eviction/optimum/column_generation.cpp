@@ -150,7 +150,8 @@ ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCos
     const double upper_bound = std::max(value, optimal ? bound : best_bound);
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.on_round) {
-      options.on_round(ImplicitFlowRound{round, token_arcs, added, value, upper_bound, summary.seconds});
+      // blocks: implicit_flow.cpp's on_round fills in its pricing pass's counts
+      options.on_round(ImplicitFlowRound{round, token_arcs, added, value, upper_bound, summary.seconds, {}});
     }
     const bool gap_reached = options.relative_gap > 0.0 && upper_bound - value <= options.relative_gap * upper_bound;
     if (!optimal && !gap_reached && round < options.max_rounds) continue;

@@ -97,12 +97,16 @@ std::vector<std::int64_t> block_max_potential(const std::vector<std::int64_t>& p
 /// so inside block b every arc's reduced cost is ≥ integer_cost(shift − C_j(end of b)) + pot_r −
 /// max_pot[b] and every term y_e − C_j(e) ≥ −max_pot[b] / scale − C_j(end of b). A block whose two
 /// bounds can neither add an arc nor lower the term (seeded with the token's restricted arcs, which
-/// at optimality attain it) is skipped, and the walk resumes from the stored C_j at its end.
+/// at optimality attain it) is skipped, and the walk resumes from the stored C_j at its end. Each
+/// bound matters on its own: with a simplex's potentials the term bound is implied by the
+/// reduced-cost bound up to rounding (a token's tree arc has reduced cost 0 and seeds the term),
+/// but without the reduced-cost bound a block holding a violated arc is skipped once a more
+/// violated one was found, and the round adds fewer arcs. Counts every block's decision in blocks.
 template <class Scalar>
 TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostScale& scale,
                        const std::vector<std::int64_t>& pot, const std::vector<std::int64_t>& max_pot,
                        std::int64_t pot_r, const std::vector<double>& y, const std::vector<TokenArc>& restricted,
-                       int keep) {
+                       int keep, PricingBlocks& blocks) {
   const int n = gains.size();
   const Scalar* column = gains.column(j);
   const double shift = scale.costs.shift[j];
@@ -123,7 +127,11 @@ TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostSc
     const std::int64_t lowest_reduced = integer_cost(shift - *ends, scale.costs.scale) + pot_r - max_pot[b];
     const std::int64_t wanted = out.found < keep ? 0 : out.reduced[out.found - 1];
     const double lowest_term = -static_cast<double>(max_pot[b]) / scale.costs.scale - *ends;
-    if (lowest_reduced >= wanted && lowest_term >= lagrangian) {
+    const bool no_arc = lowest_reduced >= wanted;
+    const bool no_term = lowest_term >= lagrangian;
+    ++(no_arc ? (no_term ? blocks.skipped : blocks.walked_for_term)
+              : (no_term ? blocks.walked_for_reduced_cost : blocks.walked_for_both));
+    if (no_arc && no_term) {
       earned = *ends;
       continue;
     }
@@ -213,14 +221,24 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
   std::size_t solved = 0;
   const double diagonal = gains.diagonal_sum();
   const StepMass step_mass = [&](const std::vector<int>& last_step) { return schedule_step_mass(gains, last_step); };
+  PricingBlocks pass_blocks;  // the last pricing pass's, reported with its round
   const PriceAll price_all = [&](const PricingInput& in) {
     const std::vector<std::int64_t> max_pot = block_max_potential(in.pot, gains.size());
     std::vector<TokenPrice> prices(gains.size());
+    pass_blocks = {};
     for (int j = 0; j < gains.size(); ++j) {
-      prices[j] = price_token(gains, j, scale, in.pot, max_pot, in.pot_r[j], in.y, in.arcs[j], in.keep);
+      prices[j] = price_token(gains, j, scale, in.pot, max_pot, in.pot_r[j], in.y, in.arcs[j], in.keep, pass_blocks);
     }
     return prices;
   };
+  ImplicitFlowOptions reporting = options;
+  if (options.on_round) {
+    reporting.on_round = [&](const ImplicitFlowRound& r) {
+      ImplicitFlowRound with_blocks = r;
+      with_blocks.blocks = pass_blocks;
+      options.on_round(with_blocks);
+    };
+  }
   for (std::size_t b : order) {
     const int k = std::min(budgets[b], gains.size());
     if (k == 0) {
@@ -235,7 +253,7 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
     } else if (k > simplex->budget()) {
       simplex->increase_budget(k - simplex->budget());
     }
-    out[b] = solve_budget(gains.size(), diagonal, budgets[b], scale.costs, *simplex, arcs, options, price_all,
+    out[b] = solve_budget(gains.size(), diagonal, budgets[b], scale.costs, *simplex, arcs, reporting, price_all,
                           step_mass);
     if (options.on_budget) options.on_budget(++solved);
   }
@@ -262,6 +280,61 @@ double lagrangian_upper_bound(const TriangularGains<Scalar>& gains, int budget,
   for (int j = 0; j < n; ++j) token_terms += token_lagrangian(gains, j, potentials);
   return upper_bound_from(gains.diagonal_sum(), n, std::min(budget, n), potentials, token_terms);
 }
+
+namespace detail {
+
+template <class Scalar>
+TokenPricing price_token(const TriangularGains<Scalar>& gains, int j, const std::vector<std::int64_t>& pot,
+                         std::int64_t pot_r, const std::vector<int>& restricted, int keep) {
+  const int n = gains.size();
+  if (j < 0 || j >= n) throw InputError(kSource, "token", "0 <= j < n = " + std::to_string(n), std::to_string(j));
+  if (static_cast<int>(pot.size()) != n + 1) {
+    throw InputError(kSource, "potentials", std::to_string(n + 1) + " values (one per cache state)",
+                     std::to_string(pot.size()));
+  }
+  constexpr std::int64_t kLimit = std::int64_t{1} << kCostBits;
+  for (const std::int64_t p : pot) {
+    if (p <= -kLimit || p >= kLimit) throw InputError(kSource, "potential", "|p| < 2^60", std::to_string(p));
+  }
+  if (pot_r <= -kLimit || pot_r >= kLimit) throw InputError(kSource, "pot_r", "|p| < 2^60", std::to_string(pot_r));
+  if (keep < 1 || keep > kMaxArcsPerToken) {
+    throw InputError(kSource, "keep", "an integer in [1, 4]", std::to_string(keep));
+  }
+  const CostScale scale = cost_scale(gains);
+  std::vector<TokenArc> arcs{TokenArc{j, 0.0, scale.costs.shift[j]}};
+  double earned = 0.0;
+  std::size_t next = 0;
+  for (int e = j + 1; e < n && next < restricted.size(); ++e) {
+    earned += double(gains.column(j)[e - j]);
+    if (restricted[next] == e) {
+      arcs.push_back(TokenArc{e, earned, scale.costs.shift[j] - earned});
+      ++next;
+    }
+  }
+  if (next != restricted.size()) {
+    throw InputError(kSource, "restricted steps", "ascending steps in (" + std::to_string(j) + ", " +
+                                                      std::to_string(n) + "), each once");
+  }
+  std::vector<double> y(pot.size());
+  for (std::size_t i = 0; i < pot.size(); ++i) y[i] = -static_cast<double>(pot[i]) / scale.costs.scale;
+  TokenPricing out;
+  const TokenPrice price = subevict::greedy::price_token(gains, j, scale, pot, block_max_potential(pot, n), pot_r, y,
+                                                         arcs, keep, out.blocks);
+  for (int a = 0; a < price.found; ++a) {
+    out.steps.push_back(price.arc[a].e);
+    out.reduced.push_back(price.reduced[a]);
+  }
+  out.lagrangian = price.lagrangian;
+  out.scale = scale.costs.scale;
+  return out;
+}
+
+template TokenPricing price_token<float>(const TriangularGains<float>&, int, const std::vector<std::int64_t>&,
+                                         std::int64_t, const std::vector<int>&, int);
+template TokenPricing price_token<double>(const TriangularGains<double>&, int, const std::vector<std::int64_t>&,
+                                          std::int64_t, const std::vector<int>&, int);
+
+}  // namespace detail
 
 template ImplicitFlowResult implicit_flow_optimum<float>(const TriangularGains<float>&, int,
                                                          const ImplicitFlowOptions&);

@@ -9,8 +9,9 @@
 /// small restricted network (the never-cached arc of every token plus the arcs added so far),
 /// solves it exactly with a network simplex that continues from its previous optimal basis
 /// (incremental_network_simplex.hpp), and prices every implicit arc against the potentials in one
-/// pass over the stored triangle, skipping blocks of 64 steps whose bound (from C_j at the block's
-/// end and the block's largest potential) shows they hold no violated arc:
+/// pass over the stored triangle, skipping blocks of 64 steps whose two bounds (from C_j at the
+/// block's end and the block's largest potential) show they hold no violated arc and no lower
+/// certificate term (PricingBlocks):
 ///
 ///   - an arc with negative reduced cost is added (per token, the most negative), and the
 ///     restricted network is solved again;
@@ -41,6 +42,7 @@
 /// generation (column_generation.hpp) without the triangle. Time per round: one network simplex on the
 /// restricted network and one pricing pass (O(n²) at worst, O(n²/64) when every block is skipped).
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -48,6 +50,19 @@
 #include "greedy/eviction/process/triangular_gains.hpp"
 
 namespace subevict::greedy {
+
+/// What one pricing pass's block skip did, counted over every token (implicit_flow.cpp
+/// price_token). For token j, each block of 64 steps after the one holding step j + 1 has two lower
+/// bounds: on the reduced cost of its arcs (the block cannot add an arc when it is ≥ 0, or ≥ the
+/// worst arc kept once `arcs_per_token` are kept) and on its certificate terms y_e − C_j(e) (the
+/// block cannot lower the token's Lagrangian term when it is ≥ the term so far). A block is skipped
+/// only when both allow it; each count below is of blocks, not steps.
+struct PricingBlocks {
+  std::size_t skipped = 0;                  ///< both bounds allowed the skip
+  std::size_t walked_for_reduced_cost = 0;  ///< walked: only the reduced-cost bound forbade the skip
+  std::size_t walked_for_term = 0;          ///< walked: only the term bound forbade the skip
+  std::size_t walked_for_both = 0;          ///< walked: both bounds forbade the skip
+};
 
 /// One round of the column generation, for progress reports.
 struct ImplicitFlowRound {
@@ -57,6 +72,9 @@ struct ImplicitFlowRound {
   double value = 0.0;           ///< the round's schedule value (a lower bound on OPT)
   double upper_bound = 0.0;     ///< the round's certified upper bound
   double seconds = 0.0;         ///< since the solve started
+  /// The round's pricing pass (implicit_flow_optimum and implicit_flow_optima; all zero from
+  /// streamed_flow.hpp, which prices tile by tile without blocks).
+  PricingBlocks blocks;
 };
 
 struct ImplicitFlowOptions {
@@ -114,5 +132,34 @@ template <class Scalar>
 template <class Scalar>
 [[nodiscard]] double lagrangian_upper_bound(const TriangularGains<Scalar>& gains, int budget,
                                             const std::vector<double>& potentials);
+
+namespace detail {
+
+/// One token's pricing as the pricing pass of implicit_flow_optimum computes it, block skip
+/// included, against potentials the caller chooses (tests: the skip must equal a walk over every
+/// step for any potentials, not only a simplex's).
+struct TokenPricing {
+  /// The steps e of the arcs R_j → D_e kept (the `keep` most negative reduced costs, ascending;
+  /// ties: the lowest step) and their integer reduced costs.
+  std::vector<int> steps;
+  std::vector<std::int64_t> reduced;
+  /// min over e ∈ [j, n] of y_e − C_j(e), y = −pot / scale, C_j(n) = C_j(n − 1).
+  double lagrangian = 0.0;
+  /// The instance's cost scale 2^s: arc R_j → D_e has reduced cost
+  /// ⌊(C_j(n − 1) − C_j(e)) · scale + 1/2⌋ + pot_r − pot[e].
+  double scale = 0.0;
+  PricingBlocks blocks;
+};
+
+/// Prices token j (0 ≤ j < n) against potentials pot of D_0..D_n (n + 1 values, each of magnitude
+/// < 2^60) and pot_r of R_j, with `restricted` the steps e ∈ (j, n) of the token's restricted arcs
+/// (ascending, each once; the never-cached arc e = j is always restricted) and 1 ≤ keep ≤ 4.
+/// Throws InputError naming "implicit_flow" otherwise. O(n²) (it scales the whole instance).
+template <class Scalar>
+[[nodiscard]] TokenPricing price_token(const TriangularGains<Scalar>& gains, int j,
+                                       const std::vector<std::int64_t>& pot, std::int64_t pot_r,
+                                       const std::vector<int>& restricted, int keep);
+
+}  // namespace detail
 
 }  // namespace subevict::greedy

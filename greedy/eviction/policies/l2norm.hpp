@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "greedy/eviction/policies/policy_support.hpp"
@@ -16,8 +17,10 @@ namespace subevict::greedy::policies {
 /// layers" spends more memory there than k). Prefill: keep the k lowest norms.
 class L2NormPolicy final : public RankedPolicy<L2NormPolicy> {
  public:
-  explicit L2NormPolicy(std::vector<int> skipped_layers) : skipped_(std::move(skipped_layers)) {}
-  [[nodiscard]] std::string name() const override { return "l2norm"; }
+  /// `name`: "l2norm", or "knorm" for kvpress's KnormPress (no skipped layers).
+  explicit L2NormPolicy(std::vector<int> skipped_layers, std::string name = "l2norm")
+      : skipped_(std::move(skipped_layers)), name_(std::move(name)) {}
+  [[nodiscard]] std::string name() const override { return name_; }
   [[nodiscard]] bool compresses() const override { return compresses_; }
   // The rule (RankedPolicy hooks).
   void on_reset() {
@@ -30,6 +33,7 @@ class L2NormPolicy final : public RankedPolicy<L2NormPolicy> {
 
  private:
   std::vector<int> skipped_;
+  std::string name_;
   bool compresses_ = true;
   std::vector<double> norm_;
 };

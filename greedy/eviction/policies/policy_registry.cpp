@@ -5,14 +5,21 @@
 
 #include "core/input_error.hpp"
 #include "core/named_choice.hpp"
+#include "greedy/eviction/policies/cap.hpp"
+#include "greedy/eviction/policies/cur.hpp"
+#include "greedy/eviction/policies/expected_attention.hpp"
 #include "greedy/eviction/policies/h2o_alg1.hpp"
 #include "greedy/eviction/policies/h2o_alg2.hpp"
 #include "greedy/eviction/policies/h2o_flexgen.hpp"
 #include "greedy/eviction/policies/h2o_heavy_recent.hpp"
 #include "greedy/eviction/policies/h2o_noisy.hpp"
 #include "greedy/eviction/policies/h2o_oracle.hpp"
+#include "greedy/eviction/policies/keydiff.hpp"
 #include "greedy/eviction/policies/l2norm.hpp"
+#include "greedy/eviction/policies/lagkv.hpp"
+#include "greedy/eviction/policies/leverage.hpp"
 #include "greedy/eviction/policies/local.hpp"
+#include "greedy/eviction/policies/observed_attention.hpp"
 #include "greedy/eviction/policies/random.hpp"
 #include "greedy/eviction/policies/snapkv.hpp"
 #include "greedy/eviction/policies/sparse_fixed.hpp"
@@ -46,6 +53,21 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
       {"tova", [](const PolicyParams&) { return std::make_unique<TovaPolicy>(); }},
       {"snapkv", [](const PolicyParams& p) { return std::make_unique<SnapKvPolicy>(p.observation_window, p.pooling, p.pooling_kernel); }},
       {"h2o-noisy", [](const PolicyParams& p) { return std::make_unique<H2oNoisyPolicy>(p.epsilon); }},
+      // kvpress's names (its evaluation registry): aliases of the rules above where they are the
+      // same rule, and its scorers that need no trained component (docs/eviction.md).
+      {"knorm", [](const PolicyParams&) { return std::make_unique<L2NormPolicy>(std::vector<int>{}, "knorm"); }},
+      {"streaming_llm", [](const PolicyParams& p) { return std::make_unique<StreamingLlmPolicy>(p.sinks, "streaming_llm"); }},
+      {"observed_attention", [](const PolicyParams&) { return std::make_unique<ObservedAttentionPolicy>(); }},
+      {"keydiff", [](const PolicyParams&) { return std::make_unique<KeyDiffPolicy>(); }},
+      {"leverage", [](const PolicyParams& p) { return std::make_unique<LeveragePolicy>(p.ridge); }},
+      {"expected_attention", [](const PolicyParams& p) {
+         return std::make_unique<ExpectedAttentionPolicy>(p.sinks, p.epsilon, p.use_covariance, p.use_vnorm);
+       }},
+      {"lagkv", [](const PolicyParams& p) { return std::make_unique<LagKvPolicy>(p.sinks, p.lag_size, p.cross_scoring); }},
+      {"cur", [](const PolicyParams& p) {
+         return std::make_unique<CurPolicy>(p.sinks, p.cur_leverage, p.use_local_approximation, p.local_window_size);
+       }},
+      {"cap", [](const PolicyParams& p) { return std::make_unique<CapPolicy>(p.sinks, p.tau, p.cap_epsilon); }},
   };
   return list;
 }
@@ -67,6 +89,25 @@ std::string to_string(Pooling pooling) {
 Pooling parse_pooling(std::string_view name) {
   return parse_named_choice(name, {Pooling::kNone, Pooling::kMax, Pooling::kAvg},
                             [](Pooling p) { return to_string(p); }, "pooling");
+}
+
+std::string to_string(CurLeverage leverage) {
+  switch (leverage) {
+    case CurLeverage::kKey:
+      return "key";
+    case CurLeverage::kValue:
+      return "value";
+    case CurLeverage::kKvAvg:
+      return "kv_avg";
+    case CurLeverage::kKvProduct:
+      break;
+  }
+  return "kv_product";
+}
+
+CurLeverage parse_cur_leverage(std::string_view name) {
+  return parse_named_choice(name, {CurLeverage::kKey, CurLeverage::kValue, CurLeverage::kKvAvg, CurLeverage::kKvProduct},
+                            [](CurLeverage l) { return to_string(l); }, "leverage_type");
 }
 
 std::vector<std::string> policy_names() {

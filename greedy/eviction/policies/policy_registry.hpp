@@ -19,6 +19,16 @@
 ///   tova             evict the lowest attention from the current query
 ///   snapkv           SnapKV observation-window scores (prefill compression)
 ///   h2o-noisy        H2O Algorithm 1 with scores perturbed by seeded noise |η| ≤ ε
+/// kvpress's names (NVIDIA/kvpress evaluation registry; docs/eviction.md "kvpress's names"):
+///   knorm               = l2norm with no skipped layers (KnormPress)
+///   streaming_llm       = streamingllm (StreamingLLMPress; key n_sink)
+///   observed_attention  mean attention received over the queries that saw the token
+///   keydiff             evict the key most similar (cosine) to the mean normalized key
+///   leverage            evict the smallest ridge leverage score of the centred keys
+///   expected_attention  expected attention under a Gaussian fit of the queries, times ‖v‖
+///   lagkv               key/value spread relative to the next partition's range, ranked
+///   cur                 squared key and value norms normalized in local windows (CurDKV)
+///   cap                 capacity scores: value leverage weighted by key-query alignment (CapPress)
 
 #include <memory>
 #include <string>
@@ -32,6 +42,9 @@ namespace subevict::greedy {
 /// Pooling of SnapKV's observation scores along the token axis.
 enum class Pooling { kNone, kMax, kAvg };
 
+/// How cur combines the key and value leverages (kvpress CURPress's leverage_type).
+enum class CurLeverage { kKey, kValue, kKvAvg, kKvProduct };
+
 /// Parameters of all policies; each policy reads only its own (listed per field).
 struct PolicyParams {
   /// h2o, h2o-oracle: heavy-hitter share of the budget k, a ratio of k: heavy = floor(heavy_ratio
@@ -43,7 +56,8 @@ struct PolicyParams {
   /// h2o, h2o-oracle: absolute recent size; when ≥ 0 it overrides the split (heavy = k − recent
   /// unless `heavy` is also given).
   int recent = -1;
-  /// streamingllm: sink tokens (the first positions), 0 ≤ sinks < k.
+  /// streamingllm, streaming_llm, expected_attention, lagkv, cur, cap: sink tokens (the first
+  /// positions), never evicted, 0 ≤ sinks < k (kvpress's key n_sink).
   int sinks = 4;
   /// sparse-strided, sparse-fixed: the stride / block length l ≥ 1.
   int stride = 16;
@@ -56,8 +70,24 @@ struct PolicyParams {
   /// snapkv: pooling over the token axis and its kernel (odd, ≥ 1; 1 means no pooling).
   Pooling pooling = Pooling::kMax;
   int pooling_kernel = 5;
-  /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]).
+  /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]). expected_attention: the
+  /// ε of (p + ε) ‖v‖ (kvpress's registry uses 1e-2).
   double epsilon = 0.01;
+  /// leverage: the ridge λ > 0 of (XᵀX + λI)⁻¹.
+  double ridge = 1e-2;
+  /// expected_attention: the covariance term of the expected logit, the ‖v‖ factor.
+  bool use_covariance = true;
+  bool use_vnorm = true;
+  /// lagkv: the partition length L >= 2 and kvpress's cross_scoring (raw scores instead of ranks).
+  int lag_size = 128;
+  bool cross_scoring = false;
+  /// cur: the combination, the local-window normalization and its window w >= 1.
+  CurLeverage cur_leverage = CurLeverage::kKvProduct;
+  bool use_local_approximation = true;
+  int local_window_size = 16;
+  /// cap: the temperature τ of the alignment weights and the ε of the capacity matrix.
+  double tau = 5.0;
+  double cap_epsilon = 1e-6;
   /// l2norm: layers in which nothing is compressed (the paper skips the first two).
   std::vector<int> skipped_layers = {0, 1};
 };
@@ -65,6 +95,10 @@ struct PolicyParams {
 /// "none" / "max" / "avg"; parse throws InputError (source "pooling") for other names.
 [[nodiscard]] std::string to_string(Pooling pooling);
 [[nodiscard]] Pooling parse_pooling(std::string_view name);
+
+/// "key" / "value" / "kv_avg" / "kv_product"; parse throws InputError (source "leverage_type").
+[[nodiscard]] std::string to_string(CurLeverage leverage);
+[[nodiscard]] CurLeverage parse_cur_leverage(std::string_view name);
 
 /// The stable names above, in that order.
 [[nodiscard]] std::vector<std::string> policy_names();

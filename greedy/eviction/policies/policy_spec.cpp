@@ -21,7 +21,7 @@ enum class Kind {
   kCount,         ///< an integer >= minimum
   kOddCount,      ///< an odd integer >= 1
   kNumber,        ///< a finite number >= 0
-  kPooling,       ///< none | max | avg
+  kPooling,       ///< none | max | avg (or the names in `choices`)
 };
 
 /// One key of one policy: how it is read and where it goes.
@@ -35,6 +35,7 @@ struct KeyRule {
   /// The effective value of the key in a spec.
   std::function<std::string(const PolicySpec&)> show;
   int maximum = 1'000'000'000;  ///< for kCount (every count fits an int)
+  const char* choices = "none, max or avg";  ///< for kPooling: the accepted names, for errors
 };
 
 /// l2norm's skip_first: no model has more layers (the skipped layers are stored one by one).
@@ -57,6 +58,15 @@ KeyRule int_field(const char* key, Kind kind, int minimum, const char* meaning, 
   return {key, kind, minimum, meaning,
           [field](PolicySpec& s, double v, const std::string&) { s.params.*field = int(v); },
           [field](const PolicySpec& s) { return int_text(s.params.*field); }};
+}
+
+/// A 0/1 switch stored in the bool field `field` of PolicyParams.
+KeyRule bool_field(const char* key, const char* meaning, bool PolicyParams::*field) {
+  KeyRule rule{key, Kind::kCount, 0, meaning,
+               [field](PolicySpec& s, double v, const std::string&) { s.params.*field = v != 0.0; },
+               [field](const PolicySpec& s) { return int_text(s.params.*field ? 1 : 0); }};
+  rule.maximum = 1;
+  return rule;
 }
 
 /// h2o's split: a share or a count of `heavy` or `recent` as the user gave them (finish_split
@@ -111,7 +121,61 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
        [](PolicySpec& s, double v, const std::string&) { s.horizon = int(v); },
        [](const PolicySpec& s) { return int_text(s.horizon); }},
   };
+  static const std::vector<KeyRule> kvpress_streaming = {
+      int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions), 0 <= n_sink < k", &PolicyParams::sinks),
+  };
+  static const std::vector<KeyRule> leverage = {
+      {"ridge", Kind::kNumber, 0, "the ridge lambda > 0 of (X^T X + lambda I)^-1",
+       [](PolicySpec& s, double v, const std::string&) { s.params.ridge = v; },
+       [](const PolicySpec& s) { return number_text(s.params.ridge); }},
+  };
+  static const std::vector<KeyRule> expected = {
+      int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
+                &PolicyParams::sinks),
+      {"epsilon", Kind::kNumber, 0, "the epsilon >= 0 of (p + epsilon) * |v|",
+       [](PolicySpec& s, double v, const std::string&) { s.params.epsilon = v; },
+       [](const PolicySpec& s) { return number_text(s.params.epsilon); }},
+      bool_field("use_covariance", "1: the covariance term of the expected logit, 0: the mean only",
+                 &PolicyParams::use_covariance),
+      bool_field("use_vnorm", "1: scores (p + epsilon) * |v|, 0: p", &PolicyParams::use_vnorm),
+  };
+  static const std::vector<KeyRule> lagkv = {
+      int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
+                &PolicyParams::sinks),
+      int_field("lag_size", Kind::kCount, 2, "the partition length L >= 2", &PolicyParams::lag_size),
+      bool_field("cross_scoring", "1: raw scores across partitions, 0: ranks within each", &PolicyParams::cross_scoring),
+  };
+  static const std::vector<KeyRule> cur = [] {
+    KeyRule type{"leverage_type", Kind::kPooling, 0, "key, value, kv_avg or kv_product",
+                 [](PolicySpec& s, double, const std::string& t) { s.params.cur_leverage = parse_cur_leverage(t); },
+                 [](const PolicySpec& s) { return to_string(s.params.cur_leverage); }};
+    type.choices = "key, value, kv_avg or kv_product";
+    return std::vector<KeyRule>{
+        int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
+                  &PolicyParams::sinks),
+        type,
+        bool_field("use_local_approximation", "1: normalize the norms in local windows, 0: not",
+                   &PolicyParams::use_local_approximation),
+        int_field("local_window_size", Kind::kCount, 1, "the local window w >= 1", &PolicyParams::local_window_size),
+    };
+  }();
+  static const std::vector<KeyRule> cap = {
+      int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
+                &PolicyParams::sinks),
+      {"tau", Kind::kNumber, 0, "the temperature >= 0 of the key-query alignment weights",
+       [](PolicySpec& s, double v, const std::string&) { s.params.tau = v; },
+       [](const PolicySpec& s) { return number_text(s.params.tau); }},
+      {"epsilon", Kind::kNumber, 0, "the epsilon >= 0 added to the weights in the capacity matrix",
+       [](PolicySpec& s, double v, const std::string&) { s.params.cap_epsilon = v; },
+       [](const PolicySpec& s) { return number_text(s.params.cap_epsilon); }},
+  };
+  if (name == "cap") return cap;
+  if (name == "lagkv") return lagkv;
+  if (name == "cur") return cur;
   if (name == "h2o" || name == "h2o-oracle") return split;
+  if (name == "streaming_llm") return kvpress_streaming;
+  if (name == "leverage") return leverage;
+  if (name == "expected_attention") return expected;
   if (name == "streamingllm") return streaming;
   if (name == "sparse-strided") return strided;
   if (name == "sparse-fixed") return fixed;
@@ -164,7 +228,7 @@ PolicySpec finish(const Pending& p, const std::string& source, const std::string
       try {
         rule->apply(spec, 0.0, text);
       } catch (const InputError&) {
-        throw InputError(source, at, "none, max or avg", text);
+        throw InputError(source, at, rule->choices, text);
       }
       continue;
     }

@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <functional>
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -89,6 +90,41 @@ class RankedPolicy : public EvictionPolicy {
   [[nodiscard]] Derived& self() { return static_cast<Derived&>(*this); }
   [[nodiscard]] const Derived& self() const { return static_cast<const Derived&>(*this); }
   PolicyContext context_;
+};
+
+/// A RankedPolicy whose keys are scores of the current set, recomputed whenever a choice is due:
+/// over the prompt 0..P − 1 before the prefill rule, over G_i at every full step (a scorer that
+/// compresses a whole cache at once, applied once per eviction). Derived defines
+/// score_members(members), public, which writes score_[t] for every member (ascending tokens; it
+/// may leave out tokens it never evicts, with eligible() saying so), and may define on_query(i),
+/// called for every query i (the prompt's before the prefill rule, then each step's before its
+/// choice). Derived sizes score_ in on_reset().
+template <class Derived>
+class SetScoredPolicy : public RankedPolicy<Derived> {
+ public:
+  void on_prefill() {
+    std::vector<Token> prompt(std::size_t(this->context().prefill));
+    for (Token t = 0; t < this->context().prefill; ++t) {
+      self().on_query(t);
+      prompt[std::size_t(t)] = t;
+    }
+    self().score_members(prompt);
+  }
+  void observe(const StepView& view) {
+    self().on_query(view.step);
+    if (!view.full) return;
+    std::vector<Token> members(view.tokens.begin(), view.tokens.end());
+    std::sort(members.begin(), members.end());
+    self().score_members(members);
+  }
+  [[nodiscard]] double key(int, Token t) const { return score_[std::size_t(t)]; }
+
+ protected:
+  void on_query(int) {}
+  std::vector<double> score_;  ///< per token, valid for the members of the last scored set
+
+ private:
+  [[nodiscard]] Derived& self() { return static_cast<Derived&>(*this); }
 };
 
 /// sum, mean or max of `values` (non-empty).

@@ -14,6 +14,12 @@ void RecordedPolicy::reset(const PolicyContext& context) {
     throw InputError(source_, "tokens", "a record of n = " + std::to_string(context.tokens) + " tokens (the run's)",
                      std::to_string(last_step_.size()) + " tokens");
   }
+  if (context.input != nullptr && context.input->window > 0) {
+    throw InputError(source_, "layer " + std::to_string(context.input->layer),
+                     "a layer with global attention (recorded decisions follow the process rules of a "
+                     "global layer; on a sliding-window layer tokens also leave without an eviction)",
+                     "a window of " + std::to_string(context.input->window) + " keys");
+  }
   // Validation only: an exact admission returns the schedule unchanged.
   (void)admit_last_step(last_step_, context.budget, context.prefill, ScheduleAdmission::kExact, source_);
   prefill_ = context.prefill > context.budget ? context.prefill : 0;

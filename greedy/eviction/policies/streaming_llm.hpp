@@ -3,6 +3,7 @@
 /// StreamingLLM (Xiao et al. 2023): attention sinks plus a recent window.
 
 #include <string>
+#include <utility>
 
 #include "core/input_error.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
@@ -14,12 +15,14 @@ namespace subevict::greedy::policies {
 /// tokens P − (k − s) .. P − 1.
 class StreamingLlmPolicy final : public RankedPolicy<StreamingLlmPolicy> {
  public:
-  explicit StreamingLlmPolicy(int sinks) : sinks_(sinks) {}
-  [[nodiscard]] std::string name() const override { return "streamingllm"; }
+  /// `name`: "streamingllm", or "streaming_llm" for kvpress's StreamingLLMPress (same rule).
+  explicit StreamingLlmPolicy(int sinks, std::string name = "streamingllm")
+      : sinks_(sinks), name_(std::move(name)) {}
+  [[nodiscard]] std::string name() const override { return name_; }
   // The rule (RankedPolicy hooks).
   void on_reset() {
     if (sinks_ < 0 || sinks_ >= context().budget) {
-      throw InputError("policy", "streamingllm: sinks", "0 <= sinks < budget " + std::to_string(context().budget),
+      throw InputError("policy", name_ + ": sinks", "0 <= sinks < budget " + std::to_string(context().budget),
                        std::to_string(sinks_));
     }
   }
@@ -28,6 +31,7 @@ class StreamingLlmPolicy final : public RankedPolicy<StreamingLlmPolicy> {
 
  private:
   int sinks_;
+  std::string name_;
 };
 
 }  // namespace subevict::greedy::policies

@@ -94,7 +94,7 @@ Eigen::MatrixXd gain_matrix(const HeadGroup& group, bool weight_by_value_norm) {
   group.validate();
   const int n = group.tokens();
   Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(n, n);
-  for (const ConstHeadMap& q : group.q) sum += causal_attention(q, group.k, group.scale);
+  for (const ConstHeadMap& q : group.q) sum += causal_attention(q, group.k, group.scale, group.window);
   if (!weight_by_value_norm) return sum;
   const Eigen::VectorXd norms = group.v.cast<double>().rowwise().norm();
   return sum * norms.asDiagonal();
@@ -135,6 +135,13 @@ bool is_feasible_schedule(const std::vector<int>& last_step, int budget) {
     if (size > budget) return false;
   }
   return true;
+}
+
+std::vector<int> drop_outside_window(std::vector<int> last_step, int window) {
+  if (window < 0) throw std::invalid_argument("drop_outside_window: window must be >= 0");
+  if (window == 0) return last_step;
+  for (int j = 0; j < static_cast<int>(last_step.size()); ++j) last_step[j] = std::min(last_step[j], j + window - 2);
+  return last_step;
 }
 
 bool is_process_schedule(const std::vector<int>& last_step, int budget) {

@@ -95,6 +95,12 @@ double schedule_value(const Eigen::MatrixXd& gains, const std::vector<int>& last
 /// S_i or a cache that takes back an evicted token. O(Σ |S_i|).
 std::vector<int> schedule_from_caches(const std::vector<std::vector<int>>& sets);
 
+/// The schedule on a layer with a sliding window of `window` keys (> 0): every token leaves once
+/// no later query sees it, t_j = min(t_j, j + window − 2) (query j + window − 1 is its last);
+/// unchanged for window 0. It changes no step's mass (the dropped entries have weight 0). Throws
+/// std::invalid_argument for window < 0.
+std::vector<int> drop_outside_window(std::vector<int> last_step, int window);
+
 /// True when `last_step` follows the process rules of theory.md §2 exactly: feasible, and
 /// |S_i| = min(i + 1, budget) at every step (nothing evicted while the cache is not full; once
 /// full exactly one token of G_i leaves per step). O(n).

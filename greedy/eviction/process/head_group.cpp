@@ -34,6 +34,7 @@ void HeadGroup::validate() const {
     if (!same(m)) throw std::invalid_argument("HeadGroup: every Q must have the shape of K");
   }
   if (!(std::isfinite(scale) && scale > 0)) throw std::invalid_argument("HeadGroup: scale must be finite and > 0");
+  if (window < 0) throw std::invalid_argument("HeadGroup: window must be >= 0 (0: global)");
 }
 
 HeadGroup head_group(const Workload& workload, int layer, int kv_head) {
@@ -43,7 +44,7 @@ HeadGroup head_group(const Workload& workload, int layer, int kv_head) {
   const int g = shape.group_size();
   for (int h = 0; h < g; ++h) q.push_back(workload.q(layer, kv_head * g + h));
   return HeadGroup{std::move(q), workload.k(layer, kv_head), workload.v(layer, kv_head),
-                   workload.score_scale(), layer, kv_head};
+                   workload.score_scale(), layer, kv_head, workload.window(layer)};
 }
 
 }  // namespace subevict::greedy

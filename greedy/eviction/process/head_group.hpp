@@ -38,6 +38,10 @@ struct HeadGroup {
   double scale = 1.0;
   int layer = 0;    ///< informational (policies with per-layer rules read it, e.g. l2norm)
   int kv_head = 0;  ///< informational (seeds per head derive from it)
+  /// The layer's attention mask (Workload::window): 0 global causal, W > 0 a sliding window of W
+  /// keys (query i sees keys i − W < j ≤ i; a token leaves every cache after the last step that
+  /// sees it, greedy/eviction/evaluation/simulator.hpp).
+  int window = 0;
 
   /// n, the number of tokens (rows of k).
   [[nodiscard]] int tokens() const { return int(k.rows()); }
@@ -47,12 +51,13 @@ struct HeadGroup {
   [[nodiscard]] int group_size() const { return int(q.size()); }
 
   /// Throws std::invalid_argument unless there is at least one query head, every Q, K and V has
-  /// the same positive shape, and scale is finite and > 0.
+  /// the same positive shape, scale is finite and > 0, and window >= 0.
   void validate() const;
 };
 
 /// The HeadGroup of (layer, kv_head) of `workload`: its query heads kv_head * g .. kv_head * g +
-/// g - 1 (contiguous grouping, core/shape.hpp), scale workload.score_scale(). Throws
+/// g - 1 (contiguous grouping, core/shape.hpp), scale workload.score_scale(), window
+/// workload.window(layer). Throws
 /// std::out_of_range for a bad layer or KV head.
 [[nodiscard]] HeadGroup head_group(const Workload& workload, int layer, int kv_head);
 

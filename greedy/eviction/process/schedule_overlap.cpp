@@ -81,12 +81,15 @@ ScheduleOverlap schedule_overlap(const HeadGroup& group, const std::vector<int>&
   ScheduleOverlap out = counted_overlap(first, second, group.tokens());
   constexpr int kBlockRows = 64;
   for (const ConstHeadMap& q : group.q) {
-    for_each_attention_block(q, group.k, group.scale, kBlockRows, [&](int first_row, const Eigen::MatrixXd& probs) {
-      for (Eigen::Index r = 0; r < probs.rows(); ++r) {
-        const Eigen::Index i = first_row + r;
-        for (Eigen::Index j = 0; j < i; ++j) add_mass(out, first, second, i, j, probs(r, j));
-      }
-    });
+    for_each_attention_block(
+        q, group.k, group.scale, kBlockRows,
+        [&](int first_row, const Eigen::MatrixXd& probs) {
+          for (Eigen::Index r = 0; r < probs.rows(); ++r) {
+            const Eigen::Index i = first_row + r;
+            for (Eigen::Index j = 0; j < i; ++j) add_mass(out, first, second, i, j, probs(r, j));
+          }
+        },
+        group.window);
   }
   return out;
 }

@@ -13,6 +13,13 @@ namespace subevict::greedy {
 StreamedGains::StreamedGains(const HeadGroup& group, int threads, CpuPath path) : threads_(threads) {
   group.validate();
   if (threads < 1) throw InputError("streamed gains", "threads", "an integer >= 1", std::to_string(threads));
+  if (group.window > 0) {
+    throw InputError("streamed gains", "layer " + std::to_string(group.layer),
+                     "global attention (the streamed tiles are causal only: a sliding-window layer's optimum "
+                     "runs on stored gains, up to HeadEvaluationOptions::stored_gains_tokens)",
+                     "a window of " + std::to_string(group.window) + " keys at " + std::to_string(group.tokens()) +
+                         " tokens");
+  }
   n_ = group.tokens();
   heads_.reserve(group.q.size());
   for (const ConstHeadMap& q : group.q) heads_.emplace_back(q, group.k, group.scale, threads, path);

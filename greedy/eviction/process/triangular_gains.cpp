@@ -56,7 +56,8 @@ TriangularGains<Scalar> triangular_gain_matrix(const HeadGroup& group, bool weig
                                    column[i - j] += static_cast<Scalar>(probs(r, j) * weight[j]);
                                  }
                                }
-                             });
+                             },
+                             group.window);
   }
   return out;
 }

@@ -31,10 +31,12 @@ def _library():
     return llama_cpp
 
 
-def logits(path, ids, threads=None):
+def logits(path, ids, threads=None, f32_cache=False):
     """llama.cpp's next-token logits [n, vocab] (float32 numpy) of token ids (int [n]) of the GGUF
     file at `path`, one context of n positions, every position's logits kept. Weight repacking into
-    extra buffer types is off (on CPUs with AMX it crashes in the repacking)."""
+    extra buffer types is off (on CPUs with AMX it crashes in the repacking). The KV cache is
+    llama.cpp's default float16, or float32 with `f32_cache` (then, on a file of float32 weights,
+    llama.cpp's logits and ours agree to about 1e-4: tests/models/llama_cpp_families_test.py)."""
     import os
 
     import numpy as np
@@ -50,9 +52,11 @@ def logits(path, ids, threads=None):
 
     library.llama_model_default_params = params
     try:
+        f32 = library.GGML_TYPE_F32
+        cache = {"type_k": f32, "type_v": f32} if f32_cache else {}
         model = library.Llama(model_path=str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512,
                               logits_all=True, n_threads=threads or os.cpu_count(),
-                              n_threads_batch=threads or os.cpu_count(), verbose=False)
+                              n_threads_batch=threads or os.cpu_count(), verbose=False, **cache)
     finally:
         library.llama_model_default_params = default_params
     try:

@@ -14,11 +14,14 @@ from .gguf_file import field
 GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Qwen 2 and 3: Llama 3's expression with every digit a piece of its own.
+QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
 BPE_PRE_TOKENIZERS = {
     "default": [GPT2_REGEX],
     "gpt2": [GPT2_REGEX],
     "smollm": [r"\p{N}", GPT2_REGEX],
     "llama-bpe": [LLAMA3_REGEX],
+    "qwen2": [QWEN2_REGEX],
 }
 
 

@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "core/generator.hpp"
@@ -243,6 +247,168 @@ TEST(ImplicitFlow, CertifiedModeStopsAtTheFirstRoundWithinTheGap) {
   EXPECT_GE(most_rounds, 3u);  // the tight gaps take several rounds, so the rule is exercised
 }
 
+/// C_j(e) for e ∈ [j, n − 1] (C_j(j) = 0): the running sum down column j.
+std::vector<double> earnings(const TriangularGains<double>& gains, int j) {
+  std::vector<double> earned(gains.size(), 0.0);
+  for (int e = j + 1; e < gains.size(); ++e) earned[e] = earned[e - 1] + gains.at(e, j);
+  return earned;
+}
+
+/// The integer cost of the arc R_j → D_e: ⌊(C_j(n − 1) − C_j(e)) · scale + 1/2⌋.
+std::int64_t arc_cost(const std::vector<double>& earned, int e, double scale) {
+  return static_cast<std::int64_t>(std::floor((earned.back() - earned[e]) * scale + 0.5));
+}
+
+/// Token j's pricing by a walk over every step e ∈ (j, n) (no block skipped), from the formulas of
+/// detail::TokenPricing: what the pricing pass must return for any potentials.
+detail::TokenPricing price_every_step(const TriangularGains<double>& gains, int j, const std::vector<std::int64_t>& pot,
+                                      std::int64_t pot_r, int keep, double scale) {
+  const int n = gains.size();
+  const std::vector<double> earned = earnings(gains, j);
+  auto y = [&](int e) { return -static_cast<double>(pot[e]) / scale; };
+  detail::TokenPricing out;
+  out.scale = scale;
+  out.lagrangian = y(n) - earned[n - 1];
+  std::vector<std::pair<std::int64_t, int>> violated;
+  for (int e = j; e < n; ++e) {
+    out.lagrangian = std::min(out.lagrangian, y(e) - earned[e]);
+    const std::int64_t reduced = arc_cost(earned, e, scale) + pot_r - pot[e];
+    if (e > j && reduced < 0) violated.emplace_back(reduced, e);
+  }
+  std::sort(violated.begin(), violated.end());  // ascending reduced cost, ties by the lowest step
+  for (std::size_t a = 0; a < std::min(violated.size(), std::size_t(keep)); ++a) {
+    out.reduced.push_back(violated[a].first);
+    out.steps.push_back(violated[a].second);
+  }
+  return out;
+}
+
+/// Potentials that give token j (with pot_r = 0), per block b of 64 steps after the one holding
+/// j + 1, the lowest reduced cost level[b] at the block's last step (every arc of the block at least
+/// that, so both of the pricing's block bounds are exact there), every arc of j's first block and
+/// its never-cached arc the reduced cost `first_level` (step `special`: special_level), and D_n a
+/// potential far below every other (its term y_n − C_j(n − 1) is never the minimum).
+std::vector<std::int64_t> crafted_potentials(const TriangularGains<double>& gains, int j, double scale,
+                                             const std::vector<std::int64_t>& level, std::int64_t first_level,
+                                             int special = -1, std::int64_t special_level = 0) {
+  const int n = gains.size();
+  const std::vector<double> earned = earnings(gains, j);
+  std::vector<std::int64_t> pot(n + 1, 0);
+  const int first_block = (j + 1) / 64;
+  for (int e = j; e < std::min(n, (first_block + 1) * 64); ++e) {
+    pot[e] = arc_cost(earned, e, scale) - (e == special ? special_level : first_level);
+  }
+  for (int b = first_block + 1; b * 64 < n; ++b) {
+    const int last = std::min(n, (b + 1) * 64) - 1;
+    for (int e = b * 64; e <= last; ++e) pot[e] = arc_cost(earned, last, scale) - level[b];
+  }
+  pot[n] = -(std::int64_t{1} << 58);
+  return pot;
+}
+
+TEST(ImplicitFlowPricing, EachBlockBoundAloneForbidsASkipWhereTheOtherAllowsIt) {
+  // n = 400: token 10's first block is walked step by step and blocks 1..6 are candidates for the
+  // skip. Each scenario leaves exactly one block that one bound alone forbids skipping; the result
+  // must equal a walk over every step, and skipping that block (deciding by the other bound alone)
+  // changes it.
+  const Workload w = tiny_workload("tiny", 400, 5);
+  const auto gains = triangular_gain_matrix<double>(head_group(w, 0, 0));
+  const int j = 10;
+  const double scale = detail::price_token(gains, j, std::vector<std::int64_t>(401, 0), 0, {}, 1).scale;
+  // kFar / scale ≈ 0.2 (scale ≈ 4e12 here): terms of arcs at level kFar and at level 0 differ far
+  // beyond rounding.
+  constexpr std::int64_t kFar = 1'000'000'000'000;
+  {
+    // Nothing is violated and every arc so far has reduced cost kFar; block 3's arcs have reduced
+    // cost >= 0 (no arc to add: the reduced-cost bound allows the skip) but their terms are lower
+    // than any so far (the term bound forbids it): skipping it would leave the token's Lagrangian
+    // term, and the certificate, too high.
+    const std::vector<std::int64_t> level{0, kFar, kFar, 0, kFar, kFar, kFar};
+    const auto pot = crafted_potentials(gains, j, scale, level, kFar);
+    for (int keep : {1, 2}) {
+      const detail::TokenPricing got = detail::price_token(gains, j, pot, 0, {}, keep);
+      const detail::TokenPricing want = price_every_step(gains, j, pot, 0, keep, scale);
+      EXPECT_TRUE(got.steps.empty());
+      EXPECT_EQ(got.lagrangian, want.lagrangian) << "keep " << keep;
+      EXPECT_LT(want.lagrangian, -static_cast<double>(pot[j]) / scale - 0.001);  // block 3 lowers the term
+      EXPECT_EQ(got.blocks.walked_for_term, 1u);
+      EXPECT_EQ(got.blocks.skipped, 5u);
+      EXPECT_EQ(got.blocks.walked_for_reduced_cost + got.blocks.walked_for_both, 0u);
+    }
+  }
+  {
+    // keep = 2: step 30 (first block) has reduced cost −kFar, the most violated arc; block 4's last
+    // arc has −1000: violated (the reduced-cost bound forbids the skip: only one arc is kept so far)
+    // but its term is above step 30's (the term bound allows it): skipping it would add one arc
+    // where two are due.
+    const std::vector<std::int64_t> level{0, kFar, kFar, kFar, -1000, kFar, kFar};
+    const auto pot = crafted_potentials(gains, j, scale, level, kFar, 30, -kFar);
+    const detail::TokenPricing got = detail::price_token(gains, j, pot, 0, {}, 2);
+    const detail::TokenPricing want = price_every_step(gains, j, pot, 0, 2, scale);
+    EXPECT_EQ(got.steps, (std::vector<int>{30, 319}));
+    EXPECT_EQ(got.steps, want.steps);
+    EXPECT_EQ(got.reduced, want.reduced);
+    EXPECT_EQ(got.lagrangian, want.lagrangian);
+    EXPECT_EQ(got.blocks.walked_for_reduced_cost, 1u);
+    EXPECT_EQ(got.blocks.skipped, 5u);
+    EXPECT_EQ(got.blocks.walked_for_term + got.blocks.walked_for_both, 0u);
+    // With one arc kept, block 4 cannot beat step 30 on either bound, so it is skipped.
+    const detail::TokenPricing one = detail::price_token(gains, j, pot, 0, {}, 1);
+    EXPECT_EQ(one.steps, (std::vector<int>{30}));
+    EXPECT_EQ(one.blocks.skipped, 6u);
+  }
+}
+
+RC_GTEST_PROP(ImplicitFlowPricing, TheBlockSkipEqualsAWalkOverEveryStep, ()) {
+  // Per block a lowest reduced cost from levels around 0 and far from it, any keep, any restricted
+  // arcs: the pricing with skipped blocks returns exactly the arcs and the term of the full walk.
+  static const Workload w = tiny_workload("tiny", 330, 9);
+  static const auto gains = triangular_gain_matrix<double>(head_group(w, 0, 1));
+  const int n = gains.size();  // 6 blocks, the last partial
+  static const double scale = detail::price_token(gains, 0, std::vector<std::int64_t>(n + 1, 0), 0, {}, 1).scale;
+  const int j = *rc::gen::element(0, 5, 62, 63, 64, 130, 200, 260);  // first blocks and block edges
+  constexpr std::int64_t kFar = 1'000'000'000'000;
+  std::vector<std::int64_t> level(6);
+  for (auto& l : level) l = *rc::gen::element<std::int64_t>(-kFar, -kFar / 2, -1000, -1, 0, 1, 1000, kFar / 2, kFar);
+  const std::int64_t first = *rc::gen::element<std::int64_t>(-kFar / 4, 0, kFar);
+  const int special = j + 1 + *rc::gen::inRange(0, 4);
+  const auto pot = crafted_potentials(gains, j, scale, level, first, special,
+                                      *rc::gen::element<std::int64_t>(-kFar, -1000, 0));
+  std::vector<int> restricted;
+  for (int e = j + 1; e < n; e += *rc::gen::inRange(20, 150)) restricted.push_back(e);
+  const int keep = *rc::gen::inRange(1, 5);
+  const std::int64_t pot_r = *rc::gen::element<std::int64_t>(0, -kFar / 8, kFar / 8);
+  const detail::TokenPricing got = detail::price_token(gains, j, pot, pot_r, restricted, keep);
+  const detail::TokenPricing want = price_every_step(gains, j, pot, pot_r, keep, scale);
+  RC_ASSERT(got.steps == want.steps);
+  RC_ASSERT(got.reduced == want.reduced);
+  RC_ASSERT(got.lagrangian == want.lagrangian);
+}
+
+TEST(ImplicitFlow, EqualsTheExplicitArcSolverWhereThePricingSkipsBlocks) {
+  // n = 450 (8 blocks of 64 steps): the simplex's potentials skip most blocks, and a block holding
+  // a violated arc is kept for the reduced-cost bound alone once a more violated arc was found.
+  const Workload w = tiny_workload("tiny", 450, 12);
+  const HeadGroup group = head_group(w, 0, 1);
+  const Eigen::MatrixXd a = gain_matrix(group);
+  const auto gains = triangular_gain_matrix<double>(group);
+  for (int k : {12, 90}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    PricingBlocks total;
+    ImplicitFlowOptions options;
+    options.on_round = [&](const ImplicitFlowRound& r) {
+      total.skipped += r.blocks.skipped;
+      total.walked_for_reduced_cost += r.blocks.walked_for_reduced_cost;
+      total.walked_for_term += r.blocks.walked_for_term;
+      total.walked_for_both += r.blocks.walked_for_both;
+    };
+    check_against_network_simplex(a, k, implicit_flow_optimum(gains, k, options));
+    EXPECT_GT(total.skipped, 0u);
+    EXPECT_GT(total.walked_for_reduced_cost, 0u);
+    EXPECT_GT(total.walked_for_both, 0u);
+  }
+}
+
 TEST(ImplicitFlow, FloatStorageIsExactForTheRoundedGains) {
   const Workload w = tiny_workload("tiny", 250, 13);
   const HeadGroup group = head_group(w, 0, 0);
@@ -291,6 +457,18 @@ TEST(ImplicitFlow, RejectsInvalidInput) {
   EXPECT_THROW(TriangularGains<double>(-1), InputError);
   EXPECT_THROW((void)schedule_step_mass(gains, std::vector<int>{0, 5, 2}), std::invalid_argument);
   EXPECT_EQ(implicit_flow_optimum(TriangularGains<double>(0), 3).summary.value, 0.0);
+  // detail::price_token: the token, the potentials' count and range, keep, the restricted steps.
+  const std::vector<std::int64_t> zero(4, 0);
+  EXPECT_NO_THROW((void)detail::price_token(gains, 0, zero, 0, {1, 2}, 4));
+  EXPECT_THROW((void)detail::price_token(gains, 3, zero, 0, {}, 1), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, {0, 0, 0}, 0, {}, 1), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, {std::int64_t{1} << 60, 0, 0, 0}, 0, {}, 1), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, zero, -(std::int64_t{1} << 60), {}, 1), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, zero, 0, {}, 0), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, zero, 0, {}, 5), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, zero, 0, {2, 1}, 1), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, zero, 0, {0}, 1), InputError);
+  EXPECT_THROW((void)detail::price_token(gains, 0, zero, 0, {3}, 1), InputError);
 }
 
 }  // namespace

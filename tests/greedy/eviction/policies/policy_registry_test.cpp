@@ -22,7 +22,8 @@ TEST(PolicyRegistry, StableNamesInOrder) {
   const std::vector<std::string> expected = {
       "h2o",   "h2o-alg1",       "h2o-alg2-linear", "h2o-alg2-sqrt", "h2o-alg2-log", "h2o-flexgen",
       "h2o-oracle", "local",     "streamingllm",    "sparse-strided", "sparse-fixed", "random",
-      "l2norm", "tova",          "snapkv",          "h2o-noisy"};
+      "l2norm", "tova",          "snapkv",          "h2o-noisy",      "knorm",        "streaming_llm",
+      "observed_attention",      "keydiff",         "leverage",       "expected_attention", "lagkv", "cur", "cap"};
   EXPECT_EQ(policy_names(), expected);
   for (const std::string& name : expected) {
     const auto policy = make_policy(name);
@@ -96,6 +97,16 @@ Config gen_config() {
   p.pooling_kernel = *rc::gen::element(1, 3, 5, 7);
   p.epsilon = *rc::gen::element(0.0, 0.01, 0.2);
   p.skipped_layers = {1};
+  p.ridge = *rc::gen::element(1e-2, 1.0);
+  p.use_covariance = *rc::gen::arbitrary<bool>();
+  p.use_vnorm = *rc::gen::arbitrary<bool>();
+  p.lag_size = *rc::gen::inRange(2, 7);
+  p.cross_scoring = *rc::gen::arbitrary<bool>();
+  p.cur_leverage = *rc::gen::element(CurLeverage::kKey, CurLeverage::kValue, CurLeverage::kKvAvg, CurLeverage::kKvProduct);
+  p.use_local_approximation = *rc::gen::arbitrary<bool>();
+  p.local_window_size = *rc::gen::inRange(1, 9);
+  p.tau = *rc::gen::element(0.0, 1.0, 5.0);
+  p.cap_epsilon = *rc::gen::element(1e-6, 0.5);
   return c;
 }
 
@@ -120,6 +131,29 @@ RC_GTEST_PROP(PolicyRegistry, EveryPolicyAgreesWithItsNaiveRuleStepByStep, ()) {
                 ", naive " + std::to_string(expected.evicted[i]));
       }
     }
+  }
+}
+
+RC_GTEST_PROP(PolicyRegistry, KvpressAliasesEvictExactlyAsTheirRules, ()) {
+  // knorm is l2norm with no skipped layer, streaming_llm is streamingllm (kvpress's names).
+  const Config c = gen_config();
+  const HeadGroup group = c.instance.group();
+  SimulationOptions options;
+  options.budget = c.setup.budget;
+  options.prefill = c.setup.prefill;
+  options.aggregation = c.setup.rule;
+  options.compute_metrics = false;
+  PolicyParams no_skip = c.setup.params;
+  no_skip.skipped_layers.clear();
+  const std::vector<std::pair<std::pair<const char*, PolicyParams>, const char*>> pairs = {
+      {{"l2norm", no_skip}, "knorm"}, {{"streamingllm", c.setup.params}, "streaming_llm"}};
+  for (const auto& [original, alias] : pairs) {
+    auto a = make_policy(original.first, original.second);
+    auto b = make_policy(alias, c.setup.params);
+    const Trace ta = simulate(group, *a, options);
+    const Trace tb = simulate(group, *b, options);
+    RC_ASSERT(ta.prefill_evicted == tb.prefill_evicted);
+    for (int i = 0; i < c.instance.n; ++i) RC_ASSERT(ta.steps[i].evicted == tb.steps[i].evicted);
   }
 }
 
@@ -178,6 +212,17 @@ TEST(PolicySpec, ParsesSharesCountsAndListsAndLabelsThem) {
             "snapkv:window=4,pooling=avg,kernel=3");
   EXPECT_EQ(parse_policy_spec("l2norm:skip_first=0", "s", "f", 16).params.skipped_layers.size(), 0u);
   EXPECT_EQ(parse_policy_spec("lookahead:horizon=4", "s", "f", 16).horizon, 4);
+  // kvpress's names take kvpress's keys.
+  EXPECT_EQ(parse_policy_spec("streaming_llm:n_sink=2", "s", "f", 16).params.sinks, 2);
+  const PolicySpec ea = parse_policy_spec("expected_attention:use_vnorm=0,n_sink=2,epsilon=0", "s", "f", 16);
+  EXPECT_EQ(ea.label(), "expected_attention:n_sink=2,epsilon=0,use_vnorm=0");
+  EXPECT_FALSE(ea.params.use_vnorm);
+  EXPECT_TRUE(ea.params.use_covariance);
+  EXPECT_DOUBLE_EQ(parse_policy_spec("leverage:ridge=0.5", "s", "f", 16).params.ridge, 0.5);
+  const PolicySpec cur = parse_policy_spec("cur:leverage_type=kv_avg,local_window_size=8", "s", "f", 16);
+  EXPECT_EQ(cur.params.cur_leverage, CurLeverage::kKvAvg);
+  EXPECT_EQ(cur.params.local_window_size, 8);
+  EXPECT_EQ(parse_policy_spec("lagkv:lag_size=32,cross_scoring=1", "s", "f", 16).params.lag_size, 32);
 }
 
 TEST(PolicySpec, CountsAreCheckedAgainstTheBudget) {
@@ -238,6 +283,10 @@ TEST(PolicySpec, RejectsBadSpecsNamingTheKeyAndTheValidOnes) {
   EXPECT_NE(spec_error("snapkv:pooling=mean").find("none, max or avg"), std::string::npos);
   EXPECT_NE(spec_error("streamingllm:sinks=2.5").find("got 2.5"), std::string::npos);
   EXPECT_NE(spec_error("h2o-noisy:epsilon=-0.1").find("a number >= 0"), std::string::npos);
+  EXPECT_NE(spec_error("expected_attention:use_covariance=2").find("an integer in [0, 1]"), std::string::npos);
+  EXPECT_NE(spec_error("cur:leverage_type=both").find("key, value, kv_avg or kv_product"), std::string::npos);
+  EXPECT_NE(spec_error("lagkv:lag_size=1").find("an integer in [2, 1000000000]"), std::string::npos);
+  EXPECT_NE(spec_error("knorm:skip_first=0").find("knorm takes no parameters"), std::string::npos);
   EXPECT_NE(spec_error("sparse-strided:stride=0").find("an integer in [1, 1000000000]"), std::string::npos);
   // Beyond 10^9: refused, never converted to int (undefined behaviour beyond 2^31 - 1).
   EXPECT_NE(spec_error("streamingllm:sinks=1e12").find("an integer in [0, 1000000000]"), std::string::npos);
@@ -284,10 +333,15 @@ RC_GTEST_PROP(PolicySpec, LabelsRoundTripAndKeysReadBackTheirValues, ()) {
       value = *rc::gen::element<std::string>("none", "max", "avg");
     } else if (p.key == "kernel") {
       value = std::to_string(2 * *rc::gen::inRange(0, 10) + 1);
+    } else if (p.key == "leverage_type") {
+      value = *rc::gen::element<std::string>("key", "value", "kv_avg", "kv_product");
+    } else if (p.key == "use_covariance" || p.key == "use_vnorm" || p.key == "cross_scoring" ||
+               p.key == "use_local_approximation") {
+      value = *rc::gen::element<std::string>("0", "1");
     } else if (p.key == "epsilon") {
       value = std::to_string(*rc::gen::inRange(0, 1000)) + "e-3";
     } else {
-      value = std::to_string(*rc::gen::inRange(1, 50));
+      value = std::to_string(*rc::gen::inRange(2, 50));
     }
     text += (written.empty() ? ":" : ",") + p.key + "=" + value;
     written.emplace_back(p.key, value);
@@ -300,7 +354,7 @@ RC_GTEST_PROP(PolicySpec, LabelsRoundTripAndKeysReadBackTheirValues, ()) {
   for (const auto& [key, value] : written) {
     const auto it = std::find_if(effective.begin(), effective.end(), [&](const auto& e) { return e.first == key; });
     RC_ASSERT(it != effective.end());
-    if (key == "pooling") {
+    if (key == "pooling" || key == "leverage_type") {
       RC_ASSERT(it->second == value);
     } else {
       // Exact for counts; a share shown through 1 - heavy_ratio keeps 15 digits.

@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// Expected attention (Devoto et al. 2025, arXiv 2510.00636; kvpress `ExpectedAttentionPress`,
+/// registry name "expected_attention"): score each key by the attention that queries drawn from a
+/// Gaussian fitted to the queries seen so far would pay it.
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/input_error.hpp"
+#include "greedy/eviction/policies/policy_support.hpp"
+
+namespace subevict::greedy::policies {
+
+/// Rule, with s = `n_sink` sink tokens (never evicted; 0 ≤ s < k) and the score scale c of the
+/// head (s_ij = c⟨q_i, k_j⟩; c = 1/√d is kvpress's):
+/// - query statistics per query head h over the queries seen so far that are not sinks, the steps
+///   Q = {s, .., i} (prefill: {s, .., P − 1}): μ_h = (1/|Q|) Σ q^h, Σ_h = (1/|Q|) Σ q^h q^hᵀ − μ_h μ_hᵀ
+///   (the biased covariance, as kvpress; sums in step order);
+/// - expected logit of a non-sink member t: z^h_t = c ⟨μ_h, k_t⟩ + (c² / 2) k_tᵀ Σ_h k_t (without
+///   the second term when use_covariance = 0), the log of E[exp(c⟨q, k_t⟩)] for q ~ N(μ_h, Σ_h);
+/// - p^h_t = softmax of z^h over the non-sink members of G_i (prefill: of the prompt), aggregated
+///   over the group by the GroupAggregation rule (kvpress: mean) into p_t;
+/// - score_t = (p_t + ε) ‖v_t‖ when use_vnorm = 1 (ε = `epsilon`), else p_t.
+/// Once full, evict the non-sink member of G_i with the smallest score (ties: lowest token; the
+/// new token is a candidate). Prefill: keep the sinks and the top k − s by the same score.
+/// Differences from kvpress: a workload holds queries and keys after RoPE, so the statistics are
+/// those of the post-RoPE queries seen so far, not of the pre-RoPE prompt queries rotated by the
+/// average RoPE matrix of the next n_future_positions positions (no rotation is applied); and in
+/// streaming they grow with every query instead of being fixed at the prompt.
+class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPolicy> {
+ public:
+  ExpectedAttentionPolicy(int sinks, double epsilon, bool use_covariance, bool use_vnorm)
+      : sinks_(sinks), epsilon_(epsilon), covariance_(use_covariance), vnorm_(use_vnorm) {}
+  [[nodiscard]] std::string name() const override { return "expected_attention"; }
+  // The rule (RankedPolicy hooks).
+  void on_reset() {
+    if (sinks_ < 0 || sinks_ >= context().budget) {
+      throw InputError("policy", "expected_attention: n_sink",
+                       "0 <= n_sink < budget " + std::to_string(context().budget), std::to_string(sinks_));
+    }
+    const HeadGroup& in = *context().input;
+    const Eigen::Index d = in.k.cols();
+    sum_.assign(in.q.size(), Eigen::VectorXd::Zero(d));
+    outer_.assign(in.q.size(), Eigen::MatrixXd::Zero(d, d));
+    count_ = 0;
+    score_.assign(std::size_t(context().tokens), 0.0);
+    vnorm_of_.resize(std::size_t(in.v.rows()));
+    for (Eigen::Index t = 0; t < in.v.rows(); ++t) vnorm_of_[std::size_t(t)] = in.v.row(t).cast<double>().norm();
+  }
+  [[nodiscard]] bool eligible(int, Token t) const { return t >= sinks_; }
+  void on_query(int i) {
+    if (i >= sinks_) add_query(i);
+  }
+
+  /// score_ of the non-sink `members` (ascending).
+  void score_members(const std::vector<Token>& all) {
+    std::vector<Token> members;
+    for (Token t : all) {
+      if (t >= sinks_) members.push_back(t);
+    }
+    const HeadGroup& in = *context().input;
+    const std::size_t g = in.q.size();
+    const Eigen::Index m = Eigen::Index(members.size()), d = in.k.cols();
+    const double c = in.scale;
+    Eigen::MatrixXd keys(m, d);
+    for (Eigen::Index r = 0; r < m; ++r) keys.row(r) = in.k.row(members[std::size_t(r)]).cast<double>();
+    std::vector<Eigen::VectorXd> p(g);
+    for (std::size_t h = 0; h < g; ++h) {
+      const Eigen::VectorXd mu = sum_[h] / double(count_);
+      Eigen::VectorXd z = c * (keys * mu);
+      if (covariance_) {
+        const Eigen::MatrixXd cov = outer_[h] / double(count_) - mu * mu.transpose();
+        // lazy: never Eigen's threaded GEMM (policies run on simulate's own threads)
+        z += (c * c / 2.0) * keys.lazyProduct(cov).cwiseProduct(keys).rowwise().sum();
+      }
+      const double top = z.maxCoeff();
+      const Eigen::VectorXd e = (z.array() - top).exp().matrix();
+      p[h] = e / e.sum();
+    }
+    std::vector<double> weights(g);
+    for (Eigen::Index r = 0; r < m; ++r) {
+      for (std::size_t h = 0; h < g; ++h) weights[h] = p[h](r);
+      const double pt = aggregate(context().aggregation, weights);
+      const Token t = members[std::size_t(r)];
+      score_[std::size_t(t)] = vnorm_ ? (pt + epsilon_) * vnorm_of_[std::size_t(t)] : pt;
+    }
+  }
+
+ private:
+  void add_query(int s) {
+    const HeadGroup& in = *context().input;
+    for (std::size_t h = 0; h < in.q.size(); ++h) {
+      const Eigen::VectorXd q = in.q[h].row(s).cast<double>().transpose();
+      sum_[h] += q;
+      outer_[h] += q * q.transpose();
+    }
+    ++count_;
+  }
+  int sinks_;
+  double epsilon_;
+  bool covariance_, vnorm_;
+  std::vector<Eigen::VectorXd> sum_;
+  std::vector<Eigen::MatrixXd> outer_;
+  int count_ = 0;
+  std::vector<double> vnorm_of_;
+};
+
+}  // namespace subevict::greedy::policies

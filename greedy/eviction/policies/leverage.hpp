@@ -1,0 +1,58 @@
+#pragma once
+/// \file
+/// Statistical leverage of the keys (Chari & Van Durme 2025, "Compactor", arXiv 2507.08143;
+/// kvpress `LeverageScorePress`, name "leverage" here): keep the geometric outliers among the
+/// keys. Attention-free.
+
+#include <Eigen/Cholesky>
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/input_error.hpp"
+#include "greedy/eviction/policies/policy_support.hpp"
+
+namespace subevict::greedy::policies {
+
+/// Rule: over a set M (G_i in streaming, the prompt 0..P−1 at prefill), X is the |M| × d matrix of
+/// the centred keys x_t = k_t − k̄ (k̄ the mean key of M, summed in ascending token order) and the
+/// leverage of t is h_t = x_tᵀ (XᵀX + λI)⁻¹ x_t (ridge λ > 0: `ridge`, default 1e-2, absolute).
+/// Once full, evict the member of G_i with the smallest leverage (ties: lowest token; the new
+/// token is a candidate). Prefill: the same scores over the prompt; keep the top k.
+/// Differences from kvpress, which approximates these scores: it sketches the keys with a random
+/// Gaussian d × 48 matrix (here the exact d-dimensional scores: d ≤ 256, so no sketch is needed),
+/// reads pre-RoPE keys (a workload holds keys after RoPE), adds jitter 1e-2 to the sketched Gram
+/// matrix only when its Cholesky factorization fails (here λ always), and z-normalizes the scores
+/// (monotone per head, so it does not change the choice).
+class LeveragePolicy final : public SetScoredPolicy<LeveragePolicy> {
+ public:
+  explicit LeveragePolicy(double ridge) : ridge_(ridge) {}
+  [[nodiscard]] std::string name() const override { return "leverage"; }
+  // The rule (RankedPolicy hooks).
+  void on_reset() {
+    if (!(ridge_ > 0.0)) throw InputError("policy", "leverage: ridge", "a ridge > 0", std::to_string(ridge_));
+    score_.assign(std::size_t(context().tokens), 0.0);
+  }
+
+  void score_members(const std::vector<Token>& members) {
+    const ConstHeadMap& k = context().input->k;
+    const Eigen::Index m = Eigen::Index(members.size()), d = k.cols();
+    Eigen::MatrixXd x(m, d);
+    for (Eigen::Index r = 0; r < m; ++r) x.row(r) = k.row(members[std::size_t(r)]).cast<double>();
+    Eigen::RowVectorXd mean = Eigen::RowVectorXd::Zero(d);
+    for (Eigen::Index r = 0; r < m; ++r) mean += x.row(r);
+    mean /= double(m);
+    x.rowwise() -= mean;
+    Eigen::MatrixXd gram(d, d);
+    gram.noalias() = x.transpose().lazyProduct(x);  // lazy: never Eigen's threaded GEMM
+    gram.diagonal().array() += ridge_;
+    const Eigen::MatrixXd inverse = gram.llt().solve(Eigen::MatrixXd::Identity(d, d));
+    const Eigen::MatrixXd projected = x.lazyProduct(inverse);  // rows x_tᵀ (XᵀX + λI)⁻¹
+    for (Eigen::Index r = 0; r < m; ++r) score_[std::size_t(members[std::size_t(r)])] = projected.row(r).dot(x.row(r));
+  }
+
+ private:
+  double ridge_;
+};
+
+}  // namespace subevict::greedy::policies
