@@ -43,16 +43,11 @@ class CapPolicy final : public SetScoredPolicy<CapPolicy> {
     score_.assign(std::size_t(context().tokens), 0.0);
   }
   [[nodiscard]] bool eligible(int, Token t) const { return t >= sinks_; }
-  void on_query(int i) {
-    if (i >= sinks_) add_query(i);
-  }
+  [[nodiscard]] Token scored_from() const { return sinks_; }
+  void on_query(int i) { add_query(i); }
 
   /// score_ of the non-sink `members` (ascending).
-  void score_members(const std::vector<Token>& all) {
-    std::vector<Token> members;
-    for (Token t : all) {
-      if (t >= sinks_) members.push_back(t);
-    }
+  void score_members(const std::vector<Token>& members) {
     const HeadGroup& in = *context().input;
     const std::size_t g = in.q.size();
     const Eigen::Index m = Eigen::Index(members.size()), d = in.k.cols();

@@ -95,25 +95,30 @@ class RankedPolicy : public EvictionPolicy {
 /// A RankedPolicy whose keys are scores of the current set, recomputed whenever a choice is due:
 /// over the prompt 0..P − 1 before the prefill rule, over G_i at every full step (a scorer that
 /// compresses a whole cache at once, applied once per eviction). Derived defines
-/// score_members(members), public, which writes score_[t] for every member (ascending tokens; it
-/// may leave out tokens it never evicts, with eligible() saying so), and may define on_query(i),
-/// called for every query i (the prompt's before the prefill rule, then each step's before its
-/// choice). Derived sizes score_ in on_reset().
+/// score_members(members), public, which writes score_[t] for every member (ascending tokens), and
+/// may define on_query(i), called for every query i (the prompt's before the prefill rule, then
+/// each step's before its choice), and scored_from(): tokens and queries before it (a scorer's
+/// sinks, which it neither scores nor learns from) reach neither hook; default 0. Derived sizes
+/// score_ in on_reset() and says in eligible() which tokens it never evicts.
 template <class Derived>
 class SetScoredPolicy : public RankedPolicy<Derived> {
  public:
   void on_prefill() {
-    std::vector<Token> prompt(std::size_t(this->context().prefill));
-    for (Token t = 0; t < this->context().prefill; ++t) {
+    std::vector<Token> prompt;
+    for (Token t = self().scored_from(); t < this->context().prefill; ++t) {
       self().on_query(t);
-      prompt[std::size_t(t)] = t;
+      prompt.push_back(t);
     }
     self().score_members(prompt);
   }
   void observe(const StepView& view) {
-    self().on_query(view.step);
+    const Token from = self().scored_from();
+    if (view.step >= from) self().on_query(view.step);
     if (!view.full) return;
-    std::vector<Token> members(view.tokens.begin(), view.tokens.end());
+    std::vector<Token> members;
+    for (Token t : view.tokens) {
+      if (t >= from) members.push_back(t);
+    }
     std::sort(members.begin(), members.end());
     self().score_members(members);
   }
@@ -121,6 +126,7 @@ class SetScoredPolicy : public RankedPolicy<Derived> {
 
  protected:
   void on_query(int) {}
+  [[nodiscard]] Token scored_from() const { return 0; }
   std::vector<double> score_;  ///< per token, valid for the members of the last scored set
 
  private:
