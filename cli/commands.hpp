@@ -31,6 +31,10 @@ void add_regress_command(CLI::App& app);
 /// and gnuplot plots.
 void add_simulate_command(CLI::App& app);
 
+/// `subevict allocate`: the optimal static split of a total cache budget over KV heads from the
+/// exact budget curves of `simulate --budget-curve K` (per head, per layer or into two classes).
+void add_allocate_command(CLI::App& app);
+
 /// `subevict sweep` and `subevict sweep report`: experiment grids from TOML into a resumable
 /// SQLite store, sharded over mpirun ranks or --shard i/N; CSV, Markdown and plots.
 void add_sweep_command(CLI::App& app);

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     subevict::cli::add_optimum_command(app);
     subevict::cli::add_regress_command(app);
     subevict::cli::add_simulate_command(app);
+    subevict::cli::add_allocate_command(app);
     subevict::cli::add_sweep_command(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -39,6 +39,7 @@
 #include "core/workload_io.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/evaluation/budget_curve.hpp"
+#include "greedy/eviction/evaluation/budget_curve_csv.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
 #include "greedy/eviction/evaluation/recorded_decisions.hpp"
 #include "greedy/eviction/process/schedule_overlap.hpp"
@@ -294,14 +295,9 @@ std::string budget_text(double b) { return b < 1.0 ? fmt(b) + " n" : "k = " + fm
 std::pair<Aggregate, std::string> budget_curve_outputs(const std::vector<greedy::BudgetCurve>& curves) {
   Aggregate mean;
   std::map<int, bool> exact;  // k -> every head optimal
-  std::ostringstream csv;
-  csv << "layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,curve_seconds\n";
   for (const greedy::BudgetCurve& c : curves) {
     const double g = c.heads, n = c.tokens;
     for (const greedy::BudgetCurvePoint& p : c.points) {
-      csv << c.layer << ',' << c.kv_head << ',' << p.budget << ',' << significant_digits(p.value / g, 10) << ','
-          << significant_digits(p.upper_bound / g, 10) << ',' << greedy::to_string(p.status) << ','
-          << significant_digits(c.seconds, 4) << '\n';
       auto& lower = mean[{"OPT_lower", double(p.budget)}];
       lower.first += p.value / g / n;
       lower.second += 1;
@@ -317,9 +313,9 @@ std::pair<Aggregate, std::string> budget_curve_outputs(const std::vector<greedy:
     for (const auto& [key, value] : mean) {
       if (key.first == "OPT_lower") opt[{"OPT", key.second}] = value;
     }
-    return {opt, csv.str()};
+    return {opt, greedy::budget_curve_csv(curves)};
   }
-  return {mean, csv.str()};
+  return {mean, greedy::budget_curve_csv(curves)};
 }
 
 /// The figures: retained mass per step at the main budget (a centred running mean over n / 32

@@ -1,7 +1,13 @@
 // `subevict workload fit`: per-layer generator parameters fitted to a real workload (a twin).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
@@ -35,6 +41,50 @@ double recorded_rope_base(const Workload& w, double fallback) {
     }
   }
   return fallback;
+}
+
+/// The per-layer RoPE bases the workload records ("rope_bases": one number per layer, comma
+/// separated; exporters write it where the layers rotate on different bases), or empty.
+std::vector<double> recorded_rope_bases(const Workload& w) {
+  const auto it = w.metadata.find("rope_bases");
+  if (it == w.metadata.end()) return {};
+  std::vector<double> bases;
+  std::stringstream text(it->second);
+  std::string item;
+  const std::string expected = "one RoPE base > 1 per layer (" + std::to_string(w.shape().layers) + "), comma separated";
+  while (std::getline(text, item, ',')) {
+    std::size_t used = 0;
+    double base = 0;
+    try {
+      base = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !std::isfinite(base) || base <= 1) {
+      throw InputError("workload metadata", "rope_bases", expected, "'" + it->second + "'");
+    }
+    bases.push_back(base);
+  }
+  if (int(bases.size()) != w.shape().layers) {
+    throw InputError("workload metadata", "rope_bases", expected, "'" + it->second + "'");
+  }
+  return bases;
+}
+
+/// "10000", or with per-layer bases "per layer: 10000 x15, 1e+06 x3" (in order of first use).
+std::string rope_text(const FitOptions& options) {
+  if (options.rope_bases.empty()) return significant_digits(options.rope_base, 6);
+  std::vector<std::pair<double, int>> counts;
+  for (const double base : options.rope_bases) {
+    auto found = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == base; });
+    if (found == counts.end()) counts.push_back({base, 1});
+    else ++found->second;
+  }
+  std::string text = "per layer:";
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    text += (i ? ", " : " ") + significant_digits(counts[i].first, 6) + " x" + std::to_string(counts[i].second);
+  }
+  return text;
 }
 
 /// Per layer: real | twin of each fitted statistic, '*' after a pair further apart than its
@@ -113,7 +163,10 @@ void add_workload_fit(CLI::App& workload) {
                                         "the attention of every layer)");
     }
     FitOptions options = args->options;
-    if (!args->rope_base_set) options.rope_base = recorded_rope_base(real, options.rope_base);
+    if (!args->rope_base_set) {
+      options.rope_base = recorded_rope_base(real, options.rope_base);
+      options.rope_bases = recorded_rope_bases(real);
+    }
     Progress measuring("fit: measuring the real workload", (long long)real.shape().layers * real.shape().q_heads,
                        "heads", args->quiet);
     options.inspect.progress = [&measuring](int, int) { measuring.advance(); };
@@ -125,7 +178,7 @@ void add_workload_fit(CLI::App& workload) {
     print_fit(fit);
     if (!args->json.empty()) write_json(args->json, fit_json(*args, fit));
     std::cout << "wrote " << args->output << " (" << fit.layers.size() << " layers, seed " << options.seed
-              << ", RoPE base " << significant_digits(options.rope_base, 6) << ")\n";
+              << ", RoPE base " << rope_text(options) << ")\n";
   });
 }
 

@@ -101,13 +101,17 @@ void LlmLikeParams::validate() const {
           sink_head_fraction);
   require(sink_heads >= -1, "sink_heads", "a count >= 0, or -1 (sink_head_fraction decides)", sink_heads);
   require(low_norm_sinks == 0 || low_norm_sinks == 1, "low_norm_sinks", "0 or 1", low_norm_sinks);
+  require(exact_sinks == 0 || exact_sinks == 1, "exact_sinks", "0 or 1", exact_sinks);
   require(exact_recency == 0 || exact_recency == 1, "exact_recency", "0 or 1", exact_recency);
   require(fixed_structure == 0 || fixed_structure == 1, "fixed_structure", "0 or 1", fixed_structure);
   require(token_types >= 1 && token_types <= kLlmMaxTokenTypes, "token_types",
           "an integer in [1, " + std::to_string(kLlmMaxTokenTypes) + "]", token_types);
   require(std::isfinite(zipf_alpha) && zipf_alpha >= 0, "zipf_alpha", "a finite value >= 0", zipf_alpha);
   require(in_magnitude(heavy_logit), "heavy_logit", magnitude, heavy_logit);
-  require(in_magnitude(norm_logit_range), "norm_logit_range", magnitude, norm_logit_range);
+  require(std::isfinite(norm_logit_range) && std::abs(norm_logit_range) <= kLlmMaxMagnitude, "norm_logit_range",
+          "a finite value in [-" + significant_digits(kLlmMaxMagnitude, 10) + ", " +
+              significant_digits(kLlmMaxMagnitude, 10) + "]",
+          norm_logit_range);
   require(in_magnitude(norm_spread) && norm_spread >= kLlmMinMagnitude, "norm_spread",
           "a finite value in [" + significant_digits(kLlmMinMagnitude, 10) + ", " +
               significant_digits(kLlmMaxMagnitude, 10) + "]",
@@ -187,13 +191,12 @@ void validate_spec(const WorkloadSpec& spec) {
       if (mine != theirs) {
         throw InputError("workload spec", where + " " + field,
                          "the value of layer 0 (" + significant_digits(theirs, 17) +
-                             "; token types and RoPE are shared by all layers)",
+                             "; token types are shared by all layers)",
                          significant_digits(mine, 17));
       }
     };
     agree("token_types", p.token_types, first.token_types);
     agree("zipf_alpha", p.zipf_alpha, first.zipf_alpha);
-    agree("rope_base", p.rope_base, first.rope_base);
   }
 }
 

@@ -38,7 +38,8 @@ inline constexpr int kLlmMaxTokenTypes = 1 << 18;
 /// Resulting logit contributions: content ~ N(0, content_logit_std^2); recency
 /// recency_logit * mean_p cos((i-j) theta_p); sink sink_logit; heavy hitter
 /// 6 heavy_logit cos phi_t (so heavy_logit * Exp(1) truncated at 6: a power-law tail of exp(score));
-/// key norm -norm_logit_range * U_j, i.e. low-norm keys attract attention.
+/// key norm -norm_logit_range * U_j, i.e. low-norm keys attract attention (high-norm ones when
+/// norm_logit_range < 0).
 /// Sink heads: the query term a u is present only in the query heads that are sink heads; query
 /// head h of layer l is one iff uniform(seed, stream (kSinkHead, l, h), 0) < sink_head_fraction
 /// (so 1 makes every head one, the model before the fraction existed, and 0 none); with
@@ -68,6 +69,13 @@ struct LlmLikeParams {
   /// no content along u (so a_q reads no noise from them). 0 (the default): the
   /// sink key is an ordinary key plus a u, with a mid-range drawn norm component.
   int low_norm_sinks = 0;
+  /// 1: a sink key is its sink direction alone, a u, at the full amplitude (the key a low_norm_sinks
+  /// sink has, without lowering its norm), and the other keys carry no content along u: the sink
+  /// logit is exactly sink_logit under every seed instead of sink_logit plus the sink token's own
+  /// drawn content, type and norm terms (about +-1 logit at a content_logit_std of 1.5, which moves
+  /// a layer's first-token mass by a factor e from seed to seed). Implied by low_norm_sinks.
+  /// 0 (the default): the sink key is an ordinary drawn key plus a u.
+  int exact_sinks = 0;
   /// 1: the recency vector w has the same magnitude in every rotary pair (only each pair's phase
   /// is drawn), so the recency logit is exactly recency_logit * mean_p cos((i-j) theta_p) under
   /// every seed. 0 (the default): w is a uniformly drawn unit vector, the documented mean holds
@@ -82,6 +90,8 @@ struct LlmLikeParams {
   int token_types = 512;
   double zipf_alpha = 1.1;
   double heavy_logit = 1.2;
+  /// Logit range of the key-norm term -norm_logit_range * U_j: positive, low-norm keys attract
+  /// attention; negative, high-norm keys do.
   double norm_logit_range = 3.0;
   double norm_spread = 24.0;     ///< range of the key-norm component (in key units)
   double recency_logit = 3.0;
@@ -93,9 +103,10 @@ struct LlmLikeParams {
   int window = 0;
 
   /// Throws InputError naming the field and its range unless every value is finite and in range:
-  /// content_logit_std, sink_logit, heavy_logit, norm_logit_range, recency_logit and value_std in
-  /// [0, kLlmMaxMagnitude]; sinks >= 0; sink_head_fraction in [0, 1]; sink_heads >= -1;
-  /// low_norm_sinks, exact_recency and fixed_structure 0 or 1; token_types in [1, kLlmMaxTokenTypes];
+  /// content_logit_std, sink_logit, heavy_logit, recency_logit and value_std in
+  /// [0, kLlmMaxMagnitude]; norm_logit_range in [-kLlmMaxMagnitude, kLlmMaxMagnitude]; sinks >= 0;
+  /// sink_head_fraction in [0, 1]; sink_heads >= -1; low_norm_sinks, exact_sinks, exact_recency
+  /// and fixed_structure 0 or 1; token_types in [1, kLlmMaxTokenTypes];
   /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
   /// temperature >= kLlmMinMagnitude; window >= 0.
   void validate() const;
@@ -124,7 +135,8 @@ void for_each_llm_field(Params& params, Visit visit) {
 }
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
-/// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency and fixed_structure. The one list the command line, the workload metadata and profile files
+/// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure and
+/// exact_sinks. The one list the command line, the workload metadata and profile files
 /// (core/generator_profile.hpp) are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
@@ -135,6 +147,7 @@ void for_each_llm_param(Params& params, Visit visit) {
   visit("low_norm_sinks", params.low_norm_sinks, "1: sink keys have the lowest key norm (sink amplitude on the query side)");
   visit("exact_recency", params.exact_recency, "1: the same recency spectrum under every seed (equal weight per rotary pair)");
   visit("fixed_structure", params.fixed_structure, "1: per-head structure drawn with seed 0 (a model's weights); tokens follow the seed");
+  visit("exact_sinks", params.exact_sinks, "1: a sink key is its sink direction alone (the sink logit under every seed)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),
@@ -150,8 +163,8 @@ struct WorkloadSpec {
   GeneratorKind kind = GeneratorKind::kLlmLike;
   LlmLikeParams llm;  ///< the parameters of every layer when layer_params is empty
   /// Empty: `llm` in every layer. Otherwise exactly shape.layers entries, layer l generated with
-  /// layer_params[l] (and `llm` unused). token_types, zipf_alpha and rope_base must agree across
-  /// layers (token types are token identities shared by all layers; RoPE tables are shared).
+  /// layer_params[l] (and `llm` unused). token_types and zipf_alpha must agree across layers
+  /// (token types are token identities shared by all layers); rope_base may differ per layer.
   std::vector<LlmLikeParams> layer_params;
   std::uint64_t seed = 0;
   /// The factor s_ij = score_scale <q_i, k_j> the workload declares (0: 1/sqrt(head_dim)); the

@@ -41,8 +41,8 @@ struct GeneratorProfile {
 /// the layer, as "[[layers]] #L KEY") and the expectation for a TOML syntax error, a missing or
 /// unknown key, a value of the wrong type, a non-finite or out-of-range value (integers outside
 /// int, parameters outside LlmLikeParams::validate's ranges in [defaults] or a layer), a layer count other
-/// than shape.layers, an invalid geometry, or layers that disagree on token_types, zipf_alpha or
-/// rope_base. Also InputError when the file cannot be read.
+/// than shape.layers, an invalid geometry, or layers that disagree on token_types or zipf_alpha.
+/// Also InputError when the file cannot be read.
 GeneratorProfile read_profile(const std::string& path);
 
 /// Writes `profile` to `path` atomically (core/atomic_file.hpp) in the format read_profile reads:

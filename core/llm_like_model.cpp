@@ -47,7 +47,7 @@ LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score
   c.value_std = prm.value_std;
   c.sinks = prm.sinks;
   c.sink_amp_q = c.sink_amp;
-  c.low_norm_sinks = prm.low_norm_sinks;
+  c.bare_sinks = prm.low_norm_sinks != 0 || prm.exact_sinks != 0 ? 1 : 0;
   if (prm.low_norm_sinks != 0 && c.sink_amp > 0) {
     // The key norm of a token without sink and norm component: content, recency, type terms.
     const double ref = std::sqrt(c.sigma * c.sigma * d + c.rho * c.rho + c.beta * c.beta);
@@ -62,7 +62,7 @@ LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score
 
 LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
   const Shape& s = spec.shape;
-  const LlmLikeParams& prm = spec.layer_llm(0);  // token types and RoPE agree across layers
+  const LlmLikeParams& prm = spec.layer_llm(0);  // token types agree across layers
   const double d = s.head_dim;
   LlmLikeTables t;
   t.tokens = s.tokens;
@@ -96,15 +96,26 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
     t.token_type[j] = std::int32_t(std::upper_bound(cdf.begin(), cdf.end() - 1, target) - cdf.begin());
   }
 
-  // RoPE angles j * base^(-2p/d) for the rotated pairs p = 0..pairs-1 (standard frequencies).
+  // RoPE angles j * base^(-2p/d) for the rotated pairs p = 0..pairs-1 (standard frequencies), one
+  // table per distinct base.
   const int pairs = rotated_pairs(s.head_dim);
-  t.rope_cos.resize(std::size_t(s.tokens) * pairs);
+  std::vector<double> bases;
+  for (int l = 0; l < s.layers; ++l) {
+    const double base = spec.layer_llm(l).rope_base;
+    const auto found = std::find(bases.begin(), bases.end(), base);
+    t.layers[std::size_t(l)].rope_table = int(found - bases.begin());
+    if (found == bases.end()) bases.push_back(base);
+  }
+  const std::size_t table_size = std::size_t(s.tokens) * pairs;
+  t.rope_cos.resize(bases.size() * table_size);
   t.rope_sin.resize(t.rope_cos.size());
-  for (int p = 0; p < pairs; ++p) {
-    const double theta = std::pow(prm.rope_base, -2.0 * p / d);
-    for (int j = 0; j < s.tokens; ++j) {
-      t.rope_cos[std::size_t(j) * pairs + p] = std::cos(j * theta);
-      t.rope_sin[std::size_t(j) * pairs + p] = std::sin(j * theta);
+  for (std::size_t b = 0; b < bases.size(); ++b) {
+    for (int p = 0; p < pairs; ++p) {
+      const double theta = std::pow(bases[b], -2.0 * p / d);
+      for (int j = 0; j < s.tokens; ++j) {
+        t.rope_cos[b * table_size + std::size_t(j) * pairs + p] = std::cos(j * theta);
+        t.rope_sin[b * table_size + std::size_t(j) * pairs + p] = std::sin(j * theta);
+      }
     }
   }
 
@@ -146,11 +157,12 @@ void rotated_part(const LlmLikeTables& t, const LlmLikeLayerTables& c, const Llm
                   std::uint64_t seed, std::uint64_t content_stream, int pos, double* row) {
   const int pairs = rotated_pairs(t.head_dim);
   const std::uint64_t first_pair = std::uint64_t(pos) * std::uint64_t(t.head_dim / 2);
+  const std::size_t angles = (std::size_t(c.rope_table) * std::size_t(t.tokens) + std::size_t(pos)) * pairs;
   for (int p = 0; p < pairs; ++p) {
     double z0, z1;
     normal_pair(seed, content_stream, first_pair + p, &z0, &z1);
-    const double cs = t.rope_cos[std::size_t(pos) * pairs + p];
-    const double sn = t.rope_sin[std::size_t(pos) * pairs + p];
+    const double cs = t.rope_cos[angles + p];
+    const double sn = t.rope_sin[angles + p];
     const double w0 = head.w[2 * p], w1 = head.w[2 * p + 1];
     row[2 * p] = c.sigma * z0 + c.rho * (w0 * cs - w1 * sn);
     row[2 * p + 1] = c.sigma * z1 + c.rho * (w0 * sn + w1 * cs);
@@ -169,14 +181,14 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
                       int layer, int kv_head, int j, float* out) {
   double row[1024];
   const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
-  if (c.low_norm_sinks != 0 && j < c.sinks) {  // a low-norm sink key: its sink direction alone
+  if (c.bare_sinks != 0 && j < c.sinks) {  // a bare sink key: its sink direction alone
     const int base = t.head_dim - kStructureDims;
     for (int x = 0; x < t.head_dim; ++x) out[x] = float(x < base ? 0.0 : c.sink_amp * head.u[x - base]);
     return;
   }
   rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, row);
   const int first = t.head_dim - kStructureDims;
-  if (c.low_norm_sinks != 0) {
+  if (c.bare_sinks != 0) {
     // No content along the sink direction u: the query's large sink amplitude a_q reads only the
     // sink keys' a_k u, not noise a_q sigma z_u on every other key.
     double along = 0;

@@ -32,17 +32,21 @@ struct LlmLikeLayerTables {
   double inv_temperature = 1, value_std = 1;
   int sinks = 0;
   double sink_amp_q = 0;
-  int low_norm_sinks = 0;  ///< 1: a sink key is sink_amp u alone (LlmLikeParams::low_norm_sinks)
+  /// 1: a sink key is sink_amp u alone and other keys carry no content along u
+  /// (LlmLikeParams::low_norm_sinks or exact_sinks).
+  int bare_sinks = 0;
+  int rope_table = 0;      ///< which of LlmLikeTables' RoPE tables (the layer's rope_base) it reads
 };
 
 /// Tables shared by all heads (token identities and RoPE angles) plus the per-layer and per-head
-/// tables.
+/// tables. One RoPE table per distinct rope_base, in order of first use by layer (a model with one
+/// base has one table).
 struct LlmLikeTables {
   int tokens = 0, head_dim = 0, q_heads = 0;
   std::vector<LlmLikeLayerTables> layers;  ///< [layer]
   std::vector<std::uint8_t> sink_head;     ///< [layer][q_head]: 1 iff the query has the sink term
   std::vector<std::int32_t> token_type;    ///< [tokens]
-  std::vector<double> rope_cos, rope_sin;  ///< [tokens][rotated pairs]
+  std::vector<double> rope_cos, rope_sin;  ///< [rope table][tokens][rotated pairs]
   std::vector<LlmLikeHeadTables> heads;    ///< [layer][kv_head]
 };
 

@@ -232,20 +232,40 @@ std::string data_table(const Figure& figure) {
   return out.str();
 }
 
+namespace {
+
+/// The start of every script: what it reads and writes, the title centred on the canvas (not over
+/// the plot area, which a key or colour box on the right narrows) and both axis labels.
+std::string script_header(const std::string& name, const std::string& full_title, const std::string& x_label,
+                          const std::string& y_label) {
+  const std::string title = wrapped(full_title);
+  std::ostringstream gp;
+  gp << "# " << full_title << "\n# Reads " << name << ".dat; writes " << name << ".svg and " << name
+     << ".png. Redraw with: gnuplot " << name << ".gp\n"
+     << "set encoding utf8\nset datafile missing 'nan'\n"
+     << "set tmargin " << (title.find('\n') == std::string::npos ? 3 : 4.5) << "\nset label 1 " << double_quoted(title)
+     << " at screen 0.5, screen 0.955 center noenhanced font ',13'\n"
+     << "set xlabel " << quoted(x_label) << " noenhanced\nset ylabel " << quoted(y_label) << " noenhanced\n";
+  return gp.str();
+}
+
+/// The end of every script: `plot` drawn into NAME.svg, then NAME.png, at 800 x 500.
+std::string script_outputs(const std::string& name, const std::string& plot) {
+  return "set terminal svg size 800,500 dynamic noenhanced font 'DejaVu Sans,12' background rgb 'white'\n"
+         "set output " + quoted(name + ".svg") + "\n" + plot + "\n" +
+         "set terminal pngcairo size 800,500 noenhanced font 'DejaVu Sans,11' background rgb 'white'\n"
+         "set output " + quoted(name + ".png") + "\nreplot\nunset output\n";
+}
+
+}  // namespace
+
 std::string gnuplot_script(const Figure& figure) {
   validate(figure);
   const Figure& f = figure;
   const bool categorical = f.x_axis == XAxis::categorical;
   const std::string data = quoted(f.name + ".dat");
-  const std::string title = wrapped(f.title);
   std::ostringstream gp;
-  gp << "# " << f.title << "\n# Reads " << f.name << ".dat; writes " << f.name << ".svg and " << f.name
-     << ".png. Redraw with: gnuplot " << f.name << ".gp\n"
-     << "set encoding utf8\nset datafile missing 'nan'\nset datafile columnheaders\n"
-     // The title is centred on the canvas, not over the plot area, which a key on the right narrows.
-     << "set tmargin " << (title.find('\n') == std::string::npos ? 3 : 4.5) << "\nset label 1 " << double_quoted(title)
-     << " at screen 0.5, screen 0.955 center noenhanced font ',13'\n"
-     << "set xlabel " << quoted(f.x_label) << " noenhanced\nset ylabel " << quoted(f.y_label) << " noenhanced\n"
+  gp << script_header(f.name, f.title, f.x_label, f.y_label) << "set datafile columnheaders\n"
      << "set border 3\nset tics nomirror\nset grid lc rgb '#c8c8c8' lw 1 dt 3\n";
   std::size_t widest = 0, entries = 0;
   bool threshold = false;
@@ -326,11 +346,7 @@ std::string gnuplot_script(const Figure& figure) {
   std::ostringstream plot;
   plot << "plot ";
   for (std::size_t i = 0; i < items.size(); ++i) plot << (i ? ", \\\n     " : "") << items[i];
-  gp << "set terminal svg size 800,500 dynamic noenhanced font 'DejaVu Sans,12' background rgb 'white'\n"
-     << "set output " << quoted(f.name + ".svg") << '\n'
-     << plot.str() << '\n'
-     << "set terminal pngcairo size 800,500 noenhanced font 'DejaVu Sans,11' background rgb 'white'\n"
-     << "set output " << quoted(f.name + ".png") << "\nreplot\nunset output\n";
+  gp << script_outputs(f.name, plot.str());
   return gp.str();
 }
 
@@ -391,6 +407,55 @@ std::string write_figure(const fs::path& dir, const Figure& figure, bool draw) {
     fs::remove_all(temp, ec);
     throw;
   }
+}
+
+std::string heatmap_table(const Heatmap& heatmap) {
+  std::ostringstream out;
+  out << "row";
+  for (const std::string& c : heatmap.columns) out << ' ' << word(c);
+  out << '\n';
+  for (std::size_t r = 0; r < heatmap.rows.size(); ++r) {
+    out << word(heatmap.rows[r]);
+    for (std::size_t c = 0; c < heatmap.columns.size(); ++c) {
+      const double v = r < heatmap.values.size() && c < heatmap.values[r].size() ? heatmap.values[r][c] : NAN;
+      out << ' ' << (std::isfinite(v) ? number(v) : "nan");
+    }
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::string heatmap_script(const Heatmap& heatmap) {
+  const Heatmap& h = heatmap;
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("heatmap: " + what);
+  };
+  require(!h.title.empty() && !h.x_label.empty() && !h.y_label.empty() && !h.value_label.empty(),
+          "a title, both axis labels and the value label");
+  require(!h.rows.empty() && !h.columns.empty(), "at least one row and one column");
+  require(h.values.size() == h.rows.size(), "one value row per row label");
+  for (const auto& row : h.values) require(row.size() == h.columns.size(), "one value per column in every row");
+  for (const auto* labels : {&h.rows, &h.columns}) {
+    for (const std::string& l : *labels) {
+      require(!l.empty() && std::none_of(l.begin(), l.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+              "row and column labels of one word");
+    }
+  }
+  std::ostringstream gp;
+  gp << script_header(h.name, h.title, h.x_label, h.y_label) << "set cblabel " << quoted(h.value_label) << " noenhanced\n"
+     // viridis: sequential and colour-blind safe
+     << "set palette defined (0 '#440154', 1 '#3b528b', 2 '#21918c', 3 '#5ec962', 4 '#fde725')\n"
+     << "set border 3\nset tics nomirror out\nunset key\n"
+     << "set xrange [-0.5:" << number(double(h.columns.size()) - 0.5) << "]\n"
+     << "set yrange [-0.5:" << number(double(h.rows.size()) - 0.5) << "]\n";
+  if (h.columns.size() > kMaxCategoryTics) gp << "set xtics rotate by 90 right font ',8'\n";
+  if (h.rows.size() > kMaxCategoryTics) gp << "set ytics font ',8'\n";
+  gp << script_outputs(h.name, "plot " + quoted(h.name + ".dat") + " matrix rowheaders columnheaders with image pixels");
+  return gp.str();
+}
+
+std::map<std::string, std::string> heatmap_files(const Heatmap& heatmap) {
+  return {{heatmap.name + ".dat", heatmap_table(heatmap)}, {heatmap.name + ".gp", heatmap_script(heatmap)}};
 }
 
 }  // namespace subevict::plot

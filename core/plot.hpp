@@ -73,6 +73,29 @@ struct Figure {
 /// {NAME.dat: data_table, NAME.gp: gnuplot_script}.
 [[nodiscard]] std::map<std::string, std::string> figure_files(const Figure& figure);
 
+/// A matrix drawn as coloured cells (a heatmap): values[r][c] at column c, row r, coloured on a
+/// colour-blind-safe sequential palette with its scale (value_label) beside the plot; row and
+/// column tic labels from `rows` and `columns`. Same house style otherwise (title, axis labels).
+struct Heatmap {
+  std::string name;                       ///< file stem: NAME.dat, NAME.gp, NAME.svg, NAME.png
+  std::string title, x_label, y_label;    ///< must not be empty
+  std::string value_label;                ///< the colour scale's label; must not be empty
+  std::vector<std::string> columns, rows; ///< tic labels: x (columns) and y (rows), one word each
+  std::vector<std::vector<double>> values;  ///< [row][column]; non-finite cells are left blank
+};
+
+/// NAME.dat of a heatmap: a header row (a corner word, then the column labels) and one row per
+/// matrix row (its label, then its values), numbers in their shortest exact form.
+[[nodiscard]] std::string heatmap_table(const Heatmap& heatmap);
+
+/// NAME.gp of a heatmap (reads NAME.dat, writes NAME.svg and NAME.png). Throws
+/// std::invalid_argument for an empty title, label or value label, no row or column, a label
+/// with white space, or a row whose length is not the number of columns.
+[[nodiscard]] std::string heatmap_script(const Heatmap& heatmap);
+
+/// {NAME.dat: heatmap_table, NAME.gp: heatmap_script}.
+[[nodiscard]] std::map<std::string, std::string> heatmap_files(const Heatmap& heatmap);
+
 /// Whether `gnuplot` is on PATH.
 [[nodiscard]] bool gnuplot_available();
 

@@ -5,12 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include <Eigen/Dense>
 
 #include "core/counter_rng.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
+#include "core/number_text.hpp"
 #include "core/parallel_units.hpp"
 
 namespace subevict {
@@ -31,9 +33,21 @@ const std::array<Knob, kKnobs>& knobs() {
       {&LlmLikeParams::sink_logit, 0.1, 4.0, 0.0, 25.0},
       {&LlmLikeParams::heavy_logit, 0.1, 1.0, 0.0, 5.0},
       {&LlmLikeParams::recency_logit, 0.04, 4.0, 0.0, 30.0},
-      {&LlmLikeParams::norm_logit_range, -0.08, 3.0, 0.0, 12.0},
+      {&LlmLikeParams::norm_logit_range, -0.08, 3.0, -12.0, 12.0},
   }};
   return all;
+}
+
+/// Beyond this |Spearman(key norm, received attention)| the real layer's correlation has a sign.
+constexpr double kSignedSpearman = 0.02;
+
+/// Knob k's bounds for a layer with `target`: the norm range goes negative (high-norm keys
+/// attract) only where the real layer's correlation is not clearly negative, so the search never
+/// wanders into the opposite structure; the others as knobs() says.
+std::pair<double, double> knob_bounds(int k, const LayerStatistics& target) {
+  const Knob& knob = knobs()[std::size_t(k)];
+  if (knob.field != &LlmLikeParams::norm_logit_range) return {knob.lower, knob.upper};
+  return {target.mean.norm_attention_spearman < -kSignedSpearman ? 0.0 : knob.lower, knob.upper};
 }
 
 /// A layer whose every statistic is within this share of its tolerance stops early.
@@ -90,7 +104,7 @@ bool low_norm_first_key(const Workload& real, int layer) {
 LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, const FitOptions& options,
                              bool low_norm_first_key) {
   LlmLikeParams p;
-  p.rope_base = options.rope_base;
+  p.rope_base = options.rope_bases.empty() ? options.rope_base : options.rope_bases[std::size_t(target.layer)];
   p.window = std::max(0, target.mean.window);  // the real layer's mask (fixed, not fitted)
   p.sinks = 1;
   p.low_norm_sinks = low_norm_first_key ? 1 : 0;  // where the real first key has a low norm
@@ -98,6 +112,7 @@ LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, 
   p.fixed_structure = 1;  // per-head structure is the model's (seed-free); tokens follow the seed
   p.sink_heads = sink_heads_for(target.sink_head_rate, target.mean.first_token_mass, shape.q_heads);
   p.sink_head_fraction = double(p.sink_heads) / shape.q_heads;  // informational: sink_heads decides
+  p.exact_sinks = p.sink_heads > 0 ? 1 : 0;  // a sink's logit is sink_logit under every seed of the twin
   // A sink head's first-token mass m against ~n/2 competitors of mean weight exp(c^2/2):
   // sink_logit ~ logit(m) + log(n/2) + c^2/2.
   const double share = p.sink_heads > 0 ? std::min(0.95, target.mean.first_token_mass / p.sink_head_fraction) : 0.0;
@@ -106,7 +121,7 @@ LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, 
                                       0.5 * p.content_logit_std * p.content_logit_std,
                                   0.0, 25.0)
                      : 0.0;
-  p.norm_logit_range = target.mean.norm_attention_spearman < -0.02 ? 3.0 : 0.0;
+  p.norm_logit_range = target.mean.norm_attention_spearman < -kSignedSpearman ? 3.0 : 0.0;
   return p;
 }
 
@@ -138,12 +153,24 @@ Eigen::VectorXd scaled_residual(const LayerStatistics& measured, const LayerStat
   return r;
 }
 
+/// Evaluations without a new best point after which the fit replaces its Broyden Jacobian by a
+/// finite-difference one at the best point (one evaluation per free knob).
+constexpr int kStallEvaluations = 3;
+/// The finite-difference step of a knob, as a share of its largest step.
+constexpr double kDifferenceStep = 0.25;
+/// The smallest share of a solved step the fit takes after worse points.
+constexpr double kLeastTrust = 1.0 / 16;
+
 /// Broyden's method on the scaled residual: J approximates d(residual scale)/d(knobs), starts
 /// diagonal from the knobs' default slopes and takes a rank-one secant update after every
 /// measurement, so the couplings (content spread also moves the top share, the sink also moves
-/// sparsity, ...) are learned. Each step solves J dx = r at the best point so far, shrinks dx
-/// uniformly to the knobs' largest steps and clamps to their bounds. Knobs not fitted (the sink
-/// of a sink-free layer) stay fixed.
+/// sparsity, ...) are learned. Each step solves J dx = r at the best point so far, takes a share
+/// of dx (the trust: halved after each step to a worse point, down to kLeastTrust, doubled back
+/// to 1 after a better one), shrinks it uniformly to the knobs' largest steps and clamps to their
+/// bounds. When kStallEvaluations steps
+/// in a row find no better point (the secant model has drifted), J is measured afresh by finite
+/// differences at the best point, once per best point. Knobs not fitted (the sink of a sink-free
+/// layer) stay fixed.
 LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, double score_scale,
                    const FitOptions& options, bool low_norm_first_key) {
   WorkloadSpec spec;
@@ -152,8 +179,11 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
   spec.seed = options.seed;
   spec.score_scale = score_scale;
   const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key);
-  std::array<bool, kKnobs> free{};
-  for (int k = 0; k < kKnobs; ++k) free[std::size_t(k)] = k != 1 || start.sink_heads > 0;
+  std::vector<int> active;  // the free knobs: not the sink of a sink-free layer, none pinned by its bounds
+  for (int k = 0; k < kKnobs; ++k) {
+    const auto [lower, upper] = knob_bounds(k, target);
+    if ((k != 1 || start.sink_heads > 0) && lower < upper) active.push_back(k);
+  }
 
   Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(kKnobs, kKnobs);
   for (int k = 0; k < kKnobs; ++k) {
@@ -163,8 +193,10 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
   best.layer = target.layer;
   best.target = target;
   best.error = std::numeric_limits<double>::infinity();
-  Eigen::VectorXd x = knob_values(start), best_x = x, best_residual, previous_x, previous_residual;
-  for (int evaluation = 1; evaluation <= options.max_evaluations; ++evaluation) {
+  Eigen::VectorXd best_x, best_residual;
+  int since_best = 0;
+  // Measures the twin layer at x (the mean over the fit's seeds) and keeps the best point.
+  auto evaluate = [&](const Eigen::VectorXd& x) {
     spec.layer_params.assign(std::size_t(spec.shape.layers), with_knobs(start, x));
     LayerStatistics measured = measure_generated_layer(spec, target.layer, options.inspect);
     for (int extra = 1; extra < options.seeds; ++extra) {  // the mean over the fit's seeds
@@ -174,30 +206,50 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
       for (const FitStatistic& s : fit_statistics()) measured.mean.*s.member += more.mean.*s.member;
     }
     for (const FitStatistic& s : fit_statistics()) measured.mean.*s.member /= options.seeds;
+    ++best.evaluations;
     const Eigen::VectorXd residual = scaled_residual(measured, target);
-    if (evaluation > 1) {  // Broyden: J += (d_measured - J dx) dx^T / |dx|^2, d_measured = -d_residual
-      const Eigen::VectorXd dx = x - previous_x;
-      if (dx.squaredNorm() > 1e-18) {
-        jacobian += ((previous_residual - residual) - jacobian * dx) * dx.transpose() / dx.squaredNorm();
-      }
-    }
-    previous_x = x;
-    previous_residual = residual;
     const double error = fit_error(measured, target);
+    ++since_best;
     if (error < best.error) {
       best.params = with_knobs(start, x);
       best.fitted = measured;
       best.error = error;
       best_x = x;
       best_residual = residual;
+      since_best = 0;
     }
-    best.evaluations = evaluation;
-    if (best.error <= kGoodEnough) break;
-    // Solve J dx = -(-r) on the free knobs: the measured statistics move by J dx, the residual by -J dx.
-    std::vector<int> active;
-    for (int k = 0; k < kKnobs; ++k) {
-      if (free[std::size_t(k)]) active.push_back(k);
+    return residual;
+  };
+  auto done = [&] { return best.error <= kGoodEnough || best.evaluations >= options.max_evaluations; };
+
+  Eigen::VectorXd x = knob_values(start);
+  Eigen::VectorXd previous_x = x, previous_residual = evaluate(x);
+  Eigen::VectorXd differenced_at;  // the best point whose Jacobian was last measured
+  double trust = 1;  // the share of the solved step taken: halved after a worse point, doubled after a better
+  while (!done()) {
+    if (since_best >= kStallEvaluations && (differenced_at.size() == 0 || differenced_at != best_x) &&
+        best.evaluations + int(active.size()) <= options.max_evaluations) {
+      // Finite differences at the best point: each free knob moved alone by a share of its step,
+      // towards the inside of its bounds. J's column k is the measured change per unit of knob k.
+      const Eigen::VectorXd at = best_x, at_residual = best_residual;
+      differenced_at = at;
+      for (const int k : active) {
+        const double size = kDifferenceStep * knobs()[std::size_t(k)].max_step;
+        Eigen::VectorXd moved = at;
+        const double h = at[k] + size <= knob_bounds(k, target).second ? size : -size;
+        moved[k] += h;
+        const Eigen::VectorXd residual = evaluate(moved);
+        jacobian.col(k) = (at_residual - residual) / h;
+        if (done()) break;
+      }
+      since_best = 0;
+      trust = 1;
+      previous_x = at;
+      previous_residual = at_residual;
+      if (done()) break;
     }
+    // Solve J dx = r on the free knobs at the best point: the measured statistics move by J dx,
+    // the residual by -J dx.
     Eigen::MatrixXd j(active.size(), active.size());
     Eigen::VectorXd r(active.size());
     for (std::size_t a = 0; a < active.size(); ++a) {
@@ -206,17 +258,26 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
     }
     Eigen::VectorXd step = j.colPivHouseholderQr().solve(r);
     if (!step.allFinite()) step = Eigen::VectorXd::Zero(Eigen::Index(active.size()));
-    double shrink = 1;
+    double shrink = trust;
     for (std::size_t a = 0; a < active.size(); ++a) {
       const double limit = knobs()[std::size_t(active[a])].max_step;
-      if (std::abs(step[Eigen::Index(a)]) > limit) shrink = std::min(shrink, limit / std::abs(step[Eigen::Index(a)]));
+      if (std::abs(step[Eigen::Index(a)]) > limit) shrink = std::min(shrink, trust * limit / std::abs(step[Eigen::Index(a)]));
     }
     x = best_x;
     for (std::size_t a = 0; a < active.size(); ++a) {
-      const Knob& knob = knobs()[std::size_t(active[a])];
-      x[active[a]] = std::clamp(best_x[active[a]] + shrink * step[Eigen::Index(a)], knob.lower, knob.upper);
+      const auto [lower, upper] = knob_bounds(active[a], target);
+      x[active[a]] = std::clamp(best_x[active[a]] + shrink * step[Eigen::Index(a)], lower, upper);
     }
     if ((x - best_x).squaredNorm() < 1e-18) break;  // pinned at the bounds: nothing left to try
+    const Eigen::VectorXd residual = evaluate(x);
+    trust = since_best == 0 ? std::min(1.0, 2 * trust) : std::max(kLeastTrust, trust / 2);
+    // Broyden: J += (d_measured - J dx) dx^T / |dx|^2, d_measured = -d_residual.
+    const Eigen::VectorXd dx = x - previous_x;
+    if (dx.squaredNorm() > 1e-18) {
+      jacobian += ((previous_residual - residual) - jacobian * dx) * dx.transpose() / dx.squaredNorm();
+    }
+    previous_x = x;
+    previous_residual = residual;
   }
   return best;
 }
@@ -251,6 +312,15 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
     throw InputError("workload fit", "tokens",
                      "more than " + std::to_string(2 * options.inspect.recent_window) + " (twice the recent window)",
                      std::to_string(std::min(tokens, s.tokens)));
+  }
+  if (!options.rope_bases.empty() && int(options.rope_bases.size()) != s.layers) {
+    throw InputError("workload fit", "rope_bases", "one RoPE base per layer (" + std::to_string(s.layers) + ")",
+                     std::to_string(options.rope_bases.size()) + " bases");
+  }
+  for (const double base : options.rope_bases) {
+    if (!(std::isfinite(base) && base > 1)) {
+      throw InputError("workload fit", "rope_bases", "finite RoPE bases > 1", significant_digits(base, 6));
+    }
   }
   if (s.head_dim % 2 != 0 || s.head_dim < 8) {
     throw InputError("workload fit", "head_dim", "an even number >= 8 (the generator's)", std::to_string(s.head_dim));

@@ -8,14 +8,17 @@
 /// Fitted, per layer, each statistic by the parameter that drives it (the others held):
 ///   sparsity                 <- content_logit_std (spread of the content scores)
 ///   first_token_mass         <- sink_logit, with one sink token, low-norm (low_norm_sinks) where
-///                               the real layer's first key has a below-median norm, and the
-///                               exact sink-head count (sink_heads) set from the real layer's
+///                               the real layer's first key has a below-median norm, exact
+///                               (exact_sinks) where the layer has sink heads, and the exact
+///                               sink-head count (sink_heads) set from the real layer's
 ///                               sink-head rate, so every seed of the twin has as many
 ///   received_top_share       <- heavy_logit (salience of heavy-hitter token types)
-///   recent_mass              <- recency_logit (RoPE recency), window FitOptions::inspect
-///   norm_attention_spearman  <- norm_logit_range (low-norm keys attract attention; a positive
-///                               correlation cannot be produced, the fit then stops at 0)
-/// by Broyden's method (a secant Jacobian of all five) on generated copies of the layer, generated with the
+///   recent_mass              <- recency_logit (RoPE recency on the layer's base), window
+///                               FitOptions::inspect
+///   norm_attention_spearman  <- norm_logit_range (positive: low-norm keys attract attention;
+///                               negative: high-norm keys do)
+/// by Broyden's method (a secant Jacobian of all five, measured afresh by finite differences when
+/// the search stalls) on generated copies of the layer, generated with the
 /// layer's own random streams, so the twin's layer l is the workload the fit measured (with
 /// FitOptions::seeds > 1: the mean over that many seeds' copies is matched).
 
@@ -54,6 +57,9 @@ struct FitOptions {
   /// early. 30 (14 before issue 28 item 5: SmolLM2's layers 14, 15, 17 and 20 needed more).
   int max_evaluations = 30;
   double rope_base = 10000.0;  ///< RoPE base of the twin (the model's own where known)
+  /// Per real layer, that layer's RoPE base (a model whose sliding-window layers rotate on a local
+  /// base); empty: rope_base in every layer. Otherwise exactly one entry per layer, each > 1.
+  std::vector<double> rope_bases;
   int tokens = 0;              ///< tokens of the generated copies (0: the real workload's)
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.

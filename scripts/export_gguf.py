@@ -47,7 +47,8 @@ EXPORTER = "scripts/export_gguf.py"
 def provenance(reader, config, text, input_ids, layers, gguf_sha256):
     """The safetensors __metadata__ of an export (all values str), less score_scale, which
     export() takes from the built model. rope_base is the model's RoPE base (GGUF
-    rope.freq_base), which `subevict workload fit` gives the model's synthetic twin."""
+    rope.freq_base), which `subevict workload fit` gives the model's synthetic twin; rope_bases,
+    written where the exported layers rotate on different bases, each layer's."""
     import torch
 
     metadata = {
@@ -71,6 +72,10 @@ def provenance(reader, config, text, input_ids, layers, gguf_sha256):
     if any(windows[layer] is not None for layer in layers):
         # Each exported layer's mask (docs/export.md): 0 global, W a sliding window of W keys.
         metadata["attention_windows"] = ",".join(str(windows[layer] or 0) for layer in layers)
+    bases = config.get("layer_rope_bases") or [config["rope_theta"]] * config["num_hidden_layers"]
+    if len({bases[layer] for layer in layers}) > 1:
+        # Each exported layer's RoPE base where they differ (docs/export.md), for `workload fit`.
+        metadata["rope_bases"] = ",".join(repr(float(bases[layer])) for layer in layers)
     return metadata
 
 

@@ -38,7 +38,8 @@ struct LayerCoefficients {
   double inv_temperature = 1, value_std = 1;
   int sinks = 0;
   double sink_amp_q = 0;
-  int low_norm_sinks = 0;
+  int bare_sinks = 0;
+  int rope_table = 0;
 };
 
 /// Flattened generator tables (core/llm_like_model.hpp LlmLikeTables) and scalars.
@@ -50,7 +51,7 @@ struct GeneratorTables {
   std::vector<LayerCoefficients> layers;    ///< [layer]
   std::vector<std::uint8_t> sink_head;      ///< [layer][q_head]: 1 iff the query has the sink term
   std::vector<std::int32_t> token_type;     ///< [token]
-  std::vector<double> rope_cos, rope_sin;   ///< [token][pair]
+  std::vector<double> rope_cos, rope_sin;   ///< [rope table][token][pair]
   std::vector<double> dirs;                 ///< [layer][kv_head][u, c, p, p_perp][6]
   std::vector<double> w;                    ///< [layer][kv_head][2 * pairs]
   std::vector<double> cos_phi;              ///< [layer][kv_head][token_types]
@@ -86,8 +87,9 @@ SUBEVICT_HD inline double rotated_entry(const GeneratorView& t, const LayerCoeff
   normal_pair(t.seed, stream, std::uint64_t(pos) * std::uint64_t(t.head_dim / 2) + std::uint64_t(x / 2), &z0, &z1);
   const int p = x / 2;
   if (p >= t.pairs) return c.sigma * (x % 2 == 0 ? z0 : z1);
-  const double cs = t.rope_cos[std::size_t(pos) * t.pairs + p];
-  const double sn = t.rope_sin[std::size_t(pos) * t.pairs + p];
+  const std::size_t angle = (std::size_t(c.rope_table) * std::size_t(t.tokens) + std::size_t(pos)) * t.pairs + p;
+  const double cs = t.rope_cos[angle];
+  const double sn = t.rope_sin[angle];
   const double* w = t.w + std::size_t(kv_index) * 2 * t.pairs;
   const double w0 = w[2 * p], w1 = w[2 * p + 1];
   return x % 2 == 0 ? c.sigma * z0 + c.rho * (w0 * cs - w1 * sn) : c.sigma * z1 + c.rho * (w0 * sn + w1 * cs);
@@ -117,7 +119,7 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head;
   const LayerCoefficients& c = t.layers[at.layer];
-  if (c.low_norm_sinks != 0 && at.token < c.sinks) {  // a low-norm sink key: its sink direction alone
+  if (c.bare_sinks != 0 && at.token < c.sinks) {  // a bare sink key: its sink direction alone
     const int xs = at.x - (t.head_dim - kStructure);
     return float(xs < 0 ? 0.0 : c.sink_amp * t.dirs[std::size_t(kv_index) * 4 * kStructure + xs]);
   }
@@ -125,7 +127,7 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
-    if (c.low_norm_sinks != 0) {  // core: no content along the sink direction u, same order
+    if (c.bare_sinks != 0) {  // core: no content along the sink direction u, same order
       double along = 0;
       for (int y = 0; y < kStructure; ++y) {
         along += rotated_entry(t, c, stream, kv_index, at.token, t.head_dim - kStructure + y) * d[y];

@@ -1,5 +1,6 @@
 // The offline optimum (min-cost flow), the per-step oracle U_i and the gain matrix W of one
 // (layer, KV head): every call into greedy/eviction/optimum/ goes through this file (optimum.hpp).
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -158,18 +159,36 @@ void bind_optimum(nb::module_& m) {
 
   m.def(
       "allocate",
-      [](const std::vector<std::vector<double>>& curves, long long total) {
-        const greedy::BudgetAllocation a = greedy::allocate_budget(curves, total, "allocate");
+      [](const std::vector<std::vector<double>>& curves, long long total, const std::string& by,
+         const std::optional<std::vector<int>>& layers, const std::optional<int>& low) {
+        if (by != "head" && by != "layer" && by != "classes") {
+          throw InputError("allocate", "by", "'head', 'layer' or 'classes'", "'" + by + "'");
+        }
+        if ((by == "layer") != layers.has_value()) {
+          throw InputError("allocate", "layers", "each head's layer with by='layer', and only then",
+                           layers ? "layers with by='" + by + "'" : "none");
+        }
+        if ((by == "classes") != low.has_value()) {
+          throw InputError("allocate", "low", "the streaming heads' budget with by='classes', and only then",
+                           low ? "low with by='" + by + "'" : "none");
+        }
+        const greedy::BudgetAllocation a =
+            by == "head"    ? greedy::allocate_budget(curves, total, "allocate")
+            : by == "layer" ? greedy::allocate_layer_budgets(curves, *layers, total, "allocate")
+                            : greedy::allocate_two_classes(curves, *low, total, "allocate");
         nb::dict d;
         d["budgets"] = owned_array<int>(std::vector<int>(a.budgets));
         d["value"] = a.value;
         return d;
       },
-      "curves"_a, "total"_a,
-      "The optimal static allocation of `total` cache slots over heads: curves[h][k - 1] = OPT_h(k) for k = "
-      "1..K_h (budget_curve()['total'] of each head), each nondecreasing and concave; returns {'budgets' (int32, "
-      "k_h >= 1, summing to total), 'value' (sum of OPT_h(k_h), the largest any split reaches)}. Exact by the "
-      "marginal rule; a curve that is not concave (or total outside [heads, sum K_h]) raises InputError.");
+      "curves"_a, "total"_a, "by"_a = "head", "layers"_a = nb::none(), "low"_a = nb::none(),
+      "The optimal static allocation of `total` cache slots over heads (subevict allocate): curves[h][k - 1] = "
+      "OPT_h(k) for k = 1..K_h (budget_curve()['total'] of each head), each nondecreasing and concave. "
+      "by='head': each head its own budget; by='layer': every head of a layer the same (layers[h] = head h's "
+      "layer, every layer with as many heads, every curve as long, total a multiple of the heads per layer); "
+      "by='classes': each head `low` slots or the curves' common length K (streaming and full heads; slots that "
+      "fill no whole full head stay unused). Returns {'budgets' (int32), 'value' (sum of OPT_h(k_h), the largest "
+      "the form reaches)}. Exact; a curve that is not concave, or a total the form cannot split, raises InputError.");
 
   m.def(
       "step_oracle",

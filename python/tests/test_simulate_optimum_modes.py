@@ -3,6 +3,7 @@ against the explicit network simplex (`subevict.offline_optimum`, an independent
 min-cost flow): every budget's OPT, every point of the budget curve, and every certified interval."""
 
 import csv
+import itertools
 import json
 import os
 import re
@@ -215,3 +216,27 @@ def test_allocate_shares_a_total_over_heads_by_their_curves_and_beats_an_even_sp
         subevict.allocate(curves, 3)
     with pytest.raises(subevict.InputError, match="concave"):
         subevict.allocate([[0.0, 0.0, 10.0], [0.0, 1.0, 1.5]], 4)
+
+
+def test_allocate_per_layer_and_in_two_classes_as_exhaustive_search():
+    w = subevict.generate("tiny-gqa", tokens=40, layers=2, seed=4)
+    curves = [subevict.budget_curve(w, layer, kv, 10)["total"] for layer in range(2) for kv in range(2)]
+    layers = [0, 0, 1, 1]
+    result = subevict.allocate(curves, 12, by="layer", layers=layers)
+    budgets = [int(k) for k in result["budgets"]]
+    assert budgets[0] == budgets[1] and budgets[2] == budgets[3] and sum(budgets) == 12
+    best = max(sum(c[(a if layer == 0 else b) - 1] for c, layer in zip(curves, layers))
+               for a in range(1, 11) for b in range(1, 11) if 2 * (a + b) == 12)
+    assert result["value"] == pytest.approx(best, rel=1e-12)
+    result = subevict.allocate(curves, 24, by="classes", low=2)
+    assert set(int(k) for k in result["budgets"]) <= {2, 10}
+    best = max(sum(c[(10 if full else 2) - 1] for c, full in zip(curves, mask))
+               for mask in itertools.product((False, True), repeat=4)
+               if sum(10 if full else 2 for full in mask) <= 24)
+    assert result["value"] == pytest.approx(best, rel=1e-12)
+    with pytest.raises(subevict.InputError, match="layers"):
+        subevict.allocate(curves, 12, by="layer")
+    with pytest.raises(subevict.InputError, match="low"):
+        subevict.allocate(curves, 12, low=2)
+    with pytest.raises(subevict.InputError, match="multiple"):
+        subevict.allocate(curves, 13, by="layer", layers=layers)

@@ -3,6 +3,8 @@
 
 Usage: cli_test.py PATH_TO_SUBEVICT   (stdlib only; any python3)
 """
+import csv
+import itertools
 import json
 import os
 import re
@@ -36,18 +38,25 @@ def write_npy(path, shape, values):
 
 
 
-def drop_generator_metadata(path):
-    """Rewrites a safetensors workload without the generator's provenance (as imported tensors)."""
+def edit_metadata(path, set_keys=None, drop_keys=()):
+    """Rewrites a safetensors workload's __metadata__: sets `set_keys`, drops `drop_keys`."""
     with open(path, "rb") as f:
         size = int.from_bytes(f.read(8), "little")
         header = json.loads(f.read(size))
         data = f.read()
-    for key in ("generator", "preset", "profile", "seed"):
-        header.get("__metadata__", {}).pop(key, None)
+    metadata = header.setdefault("__metadata__", {})
+    for key in drop_keys:
+        metadata.pop(key, None)
+    metadata.update(set_keys or {})
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
         f.write(len(text).to_bytes(8, "little") + text + data)
+
+
+def drop_generator_metadata(path):
+    """Rewrites a safetensors workload without the generator's provenance (as imported tensors)."""
+    edit_metadata(path, drop_keys=("generator", "preset", "profile", "seed"))
 
 class CliTest(unittest.TestCase):
     def setUp(self):
@@ -208,6 +217,118 @@ class CliTest(unittest.TestCase):
                          "norm_attention_spearman"):
                 self.assertAlmostEqual(layer[name]["twin"], row["mean"][name], places=12,
                                        msg=f"layer {layer['layer']} {name}")
+
+    def test_fit_gives_each_twin_layer_the_rope_base_its_file_records(self):
+        real = self.path("real.safetensors")
+        r = run("workload", "generate", "--preset", "tiny-gqa", "--tokens", "160", "--layers", "2",
+                "-o", real)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        drop_generator_metadata(real)
+        edit_metadata(real, {"rope_base": "1000000.0", "rope_bases": "10000.0,1000000.0"})
+
+        def fitted_bases(*extra):
+            profile = self.path("twin.toml")
+            r = run("workload", "fit", real, "-o", profile, "--evaluations", "1", "--quiet", *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run("workload", "generate", "--profile", profile, "--tokens", "80",
+                    "-o", self.path("twin.safetensors"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            meta = self.inspect(self.path("twin.safetensors"))["metadata"]
+            if "llm.rope_base" in meta:
+                return [float(meta["llm.rope_base"])] * 2, r
+            return json.loads(meta["llm.per_layer"])["rope_base"], r
+
+        bases, _ = fitted_bases()
+        self.assertEqual(bases, [1e4, 1e6])
+        bases, _ = fitted_bases("--rope-base", "500")  # the option overrides the file
+        self.assertEqual(bases, [500, 500])
+        for bad in ("10000.0", "10000.0,x", "10000.0,1"):
+            edit_metadata(real, {"rope_bases": bad})
+            self.assert_one_line_error(
+                run("workload", "fit", real, "-o", self.path("bad.toml"), "--evaluations", "1"),
+                "rope_bases", "one RoPE base > 1 per layer (2)")
+            self.assertFalse(os.path.exists(self.path("bad.toml")))
+
+    def budget_curves(self, length=12):
+        """budget_curve.csv of simulate --budget-curve LENGTH on 2 layers x 2 KV heads, and its
+        curves {(layer, kv_head): [OPT(1), ..., OPT(K)]}."""
+        out = self.path("sim")
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "40", "--layers", "0-1", "--budget", "4",
+                "--budget-curve", str(length), "--policies", "h2o", "--no-plots", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        path = os.path.join(out, "budget_curve.csv")
+        curves = {}
+        with open(path) as f:
+            for row in list(csv.DictReader(f)):
+                curves.setdefault((int(row["layer"]), int(row["kv_head"])), []).append(
+                    float(row["optimum_lower_bound"]))
+        return path, curves
+
+    def allocation(self, out):
+        with open(os.path.join(out, "allocation.csv")) as f:
+            return {(int(r["layer"]), int(r["kv_head"])): int(r["budget"]) for r in csv.DictReader(f)}
+
+    def test_allocate_splits_the_budget_as_exhaustive_search_does(self):
+        path, curves = self.budget_curves()
+        heads = sorted(curves)
+        self.assertEqual(len(heads), 4)
+        length = len(curves[heads[0]])
+        for mean in (2, 5):
+            total = mean * len(heads)
+            uniform = sum(c[mean - 1] for c in curves.values())
+            # by head: against every tuple of per-head budgets
+            out = self.path(f"head{mean}")
+            r = run("allocate", path, "--budget", str(mean), "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = self.allocation(out)
+            self.assertEqual(sum(got.values()), total)
+            value = sum(curves[h][got[h] - 1] for h in heads)
+            best = max(sum(curves[h][k - 1] for h, k in zip(heads, ks))
+                       for ks in itertools.product(range(1, length + 1), repeat=len(heads))
+                       if sum(ks) == total)
+            self.assertAlmostEqual(value, best, delta=1e-9 * best)
+            self.assertGreaterEqual(value, uniform - 1e-9 * uniform)
+            self.assertIn("over uniform", r.stdout)
+            self.assertTrue(os.path.exists(os.path.join(out, "allocation.gp")))
+            # by layer: one budget per layer, against every pair of layer budgets
+            out = self.path(f"layer{mean}")
+            r = run("allocate", path, "--budget", str(mean), "--by", "layer", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = self.allocation(out)
+            self.assertEqual(got[(0, 0)], got[(0, 1)])
+            self.assertEqual(got[(1, 0)], got[(1, 1)])
+            layer_best = max(sum(curves[h][(a if h[0] == 0 else b) - 1] for h in heads)
+                             for a in range(1, length + 1) for b in range(1, length + 1)
+                             if 2 * (a + b) == total)
+            self.assertAlmostEqual(sum(curves[h][got[h] - 1] for h in heads), layer_best,
+                                   delta=1e-9 * layer_best)
+        # two classes: streaming heads keep 2, full heads the curves' 12; against every subset
+        out = self.path("classes")
+        r = run("allocate", path, "--budget", "5", "--by", "classes", "--low", "2", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = self.allocation(out)
+        self.assertTrue(set(got.values()) <= {2, length})
+        best = max(sum(curves[h][(length if full else 2) - 1] for h, full in zip(heads, mask))
+                   for mask in itertools.product((False, True), repeat=len(heads))
+                   if sum(length if full else 2 for full in mask) <= 20)
+        self.assertAlmostEqual(sum(curves[h][got[h] - 1] for h in heads), best, delta=1e-9 * best)
+
+    def test_allocate_refuses_bad_input_naming_it(self):
+        path, _ = self.budget_curves()
+        out = self.path("a")
+        self.assert_one_line_error(run("allocate", path, "--budget", "4", "--low", "2", "-o", out), "--low")
+        self.assert_one_line_error(run("allocate", path, "--budget", "4", "--by", "classes", "-o", out), "--low")
+        self.assert_one_line_error(run("allocate", path, "--budget", "13", "-o", out), "total budget")
+        with open(path) as f:
+            text = f.read()
+        bad = self.path("bad.csv")
+        for broken, needle in ((text.replace("optimum_lower_bound", "lower"), "header"),
+                               (text.replace(",optimal,", ",feasible,", 1), "exact points"),
+                               (text.replace("\n0,0,2,", "\n0,0,3,", 1), "budget_size")):
+            with open(bad, "w") as f:
+                f.write(broken)
+            self.assert_one_line_error(run("allocate", bad, "--budget", "4", "-o", out), "bad.csv", needle)
+        self.assertFalse(os.path.exists(out))
 
     def test_fit_rejects_bad_input_before_any_work(self):
         real = self.path("real.safetensors")
@@ -802,15 +923,7 @@ class CliTest(unittest.TestCase):
             flags = {p["compressed"] for h in heads for p in h["policies"].values()}
             self.assertEqual(flags, {compressed})
         # One global and one window layer: verify reads the global one and says why.
-        with open(f, "rb") as stream:
-            size = int.from_bytes(stream.read(8), "little")
-            header = json.loads(stream.read(size))
-            data = stream.read()
-        header["__metadata__"]["attention_windows"] = "0,16"
-        text = json.dumps(header).encode()
-        text += b" " * (-len(text) % 8)
-        with open(f, "wb") as stream:
-            stream.write(len(text).to_bytes(8, "little") + text + data)
+        edit_metadata(f, {"attention_windows": "0,16"})
         r = run("verify", "--workload", f, "--check", "h2o.sec3_sparsity", "-o", self.path("v2"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("layers 1 attend over a sliding window of 16 keys; the checks read the global layers 0",

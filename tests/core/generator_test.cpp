@@ -173,6 +173,28 @@ TEST(Generator, PerLayerParametersTakeEffectInTheirLayerOnly) {
   EXPECT_FALSE(a.k(1, 1) == b.k(1, 1));
 }
 
+TEST(Generator, EachLayerRotatesWithItsOwnRopeBase) {
+  // Layers 0 and 2 on one base, layer 1 on another (as a model with sliding-window layers on a
+  // local base): each layer is bit for bit the layer of a workload with its base in every layer.
+  WorkloadSpec mixed = small_llm_spec(3, 4, 2, strong_sink());
+  mixed.shape.tokens = 48;
+  const double bases[] = {10000.0, 50.0, 10000.0};
+  for (int l = 0; l < 3; ++l) mixed.layer_params[std::size_t(l)].rope_base = bases[l];
+  const Workload got = generate_workload(mixed);
+  for (int l = 0; l < 3; ++l) {
+    SCOPED_TRACE(l);
+    WorkloadSpec uniform = mixed;
+    for (LlmLikeParams& p : uniform.layer_params) p.rope_base = bases[l];
+    const Workload expected = generate_workload(uniform);
+    for (int h = 0; h < 4; ++h) EXPECT_TRUE(got.q(l, h) == expected.q(l, h));
+    for (int h = 0; h < 2; ++h) EXPECT_TRUE(got.k(l, h) == expected.k(l, h));
+  }
+  // ... and the base matters: layer 1 on layer 0's base is another workload.
+  WorkloadSpec one_base = mixed;
+  for (LlmLikeParams& p : one_base.layer_params) p.rope_base = 10000.0;
+  EXPECT_FALSE(generate_workload(one_base).k(1, 0) == got.k(1, 0));
+}
+
 TEST(Generator, GenerateLayersIsTheRangeOfTheWholeWorkloadBitForBit) {
   WorkloadSpec spec = small_llm_spec(4, 4, 2, strong_sink());
   spec.layer_params[2].sink_head_fraction = 0.5;
@@ -253,6 +275,69 @@ TEST(Generator, SinkHeadsIsAnExactCountForEverySeed) {
   EXPECT_THROW(generate_workload(too_many), InputError);
 }
 
+/// Mean over queries of the first key's logit in query head `q_head` of layer 0.
+double mean_first_key_logit(const Workload& w, int q_head) {
+  const auto q = w.q(0, q_head);
+  const auto k = w.k(0, q_head / (w.shape().q_heads / w.shape().kv_heads));
+  double sum = 0;
+  for (int i = 0; i < w.shape().tokens; ++i) {
+    double dot = 0;
+    for (int x = 0; x < w.shape().head_dim; ++x) dot += double(q(i, x)) * k(0, x);
+    sum += dot * w.score_scale();
+  }
+  return sum / w.shape().tokens;
+}
+
+TEST(Generator, ExactSinksHaveTheSinkLogitUnderEverySeed) {
+  LlmLikeParams p;  // the default structures, every one on
+  p.sinks = 1;
+  p.sink_logit = 8;
+  p.fixed_structure = 1;  // the sink direction is the same under every seed
+  p.norm_logit_range = 0;
+  p.recency_logit = 0;  // no positional term: the mean over queries is the sink's logit alone
+  double exact_spread = 0, drawn_spread = 0;
+  std::vector<float> first_key;
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    SCOPED_TRACE(seed);
+    WorkloadSpec spec = small_llm_spec(1, 2, 1, p);
+    spec.shape.head_dim = 64;
+    spec.shape.tokens = 1024;
+    spec.seed = seed;
+    spec.layer_params[0].exact_sinks = 1;
+    const Workload exact = generate_workload(spec);
+    spec.layer_params[0].exact_sinks = 0;
+    const Workload drawn = generate_workload(spec);
+    // The sink key is the sink direction alone: the same row under every seed.
+    const auto k = exact.k(0, 0);
+    std::vector<float> row;
+    for (int x = 0; x < 64; ++x) row.push_back(k(0, x));
+    if (first_key.empty()) first_key = row;
+    EXPECT_EQ(row, first_key);
+    // Its logit, averaged over the queries (whose own noise along u averages out), is sink_logit.
+    exact_spread = std::max(exact_spread, std::abs(mean_first_key_logit(exact, 0) - p.sink_logit));
+    drawn_spread = std::max(drawn_spread, std::abs(mean_first_key_logit(drawn, 0) - p.sink_logit));
+  }
+  EXPECT_LT(exact_spread, 0.15);
+  EXPECT_GT(drawn_spread, 0.3) << "the defect: a drawn sink key moves the sink logit with the seed";
+}
+
+TEST(Generator, ANegativeNormRangeMakesHighNormKeysAttract) {
+  LlmLikeParams p;
+  p.sinks = 0;
+  p.sink_logit = 0;
+  p.heavy_logit = 0;
+  p.recency_logit = 0;
+  p.content_logit_std = 0.5;
+  for (const double range : {4.0, -4.0}) {
+    SCOPED_TRACE(range);
+    p.norm_logit_range = range;
+    WorkloadSpec spec = small_llm_spec(1, 2, 1, p);
+    spec.shape.tokens = 512;
+    const auto stats = per_layer_statistics(inspect_workload(generate_workload(spec)));
+    EXPECT_GT(range * -stats[0].mean.norm_attention_spearman, 0.5);  // its sign is the range's opposite
+  }
+}
+
 TEST(Generator, LowNormSinksHaveTheLowestKeyNormAndKeepTheirLogit) {
   LlmLikeParams p;  // the default structures, every one on
   p.sinks = 2;
@@ -324,8 +409,8 @@ TEST(Generator, RejectsLayerParametersThatDoNotFitTheSpec) {
   spec.layer_params.pop_back();
   expect_error(spec, "one entry per layer (3)");
   spec = small_llm_spec(3, 4, 2, strong_sink());
-  spec.layer_params[2].rope_base = 500000;
-  expect_error(spec, "layer 2 rope_base");
+  spec.layer_params[2].zipf_alpha = 1.5;
+  expect_error(spec, "layer 2 zipf_alpha");
   spec.layer_params[2] = strong_sink();
   spec.layer_params[1].sink_head_fraction = 1.5;
   expect_error(spec, "layer 1");
@@ -403,7 +488,7 @@ TEST(Profile, RejectsMalformedFilesNamingTheKey) {
       {head + "[[layers]]\ntemperature = nan\n[[layers]]\n", {"[[layers]] #0 temperature", "a finite number"}},
       {head + "[[layers]]\n", {"[[layers]]", "2 tables", "got 1"}},
       {head + two + "[[layers]]\n", {"[[layers]]", "got 3"}},
-      {head + "[[layers]]\nrope_base = 1000\n[[layers]]\n", {"rope_base", "layer 0"}},
+      {head + "[[layers]]\nzipf_alpha = 1.5\n[[layers]]\n", {"zipf_alpha", "layer 0"}},
       {head + "[[layers]]\nsink_head_fraction = 2\n[[layers]]\n", {"sink_head_fraction", "[0, 1]"}},
       {"format = \"subevict.profile.v0\"\n" + head.substr(head.find('[')) + two, {"format", "subevict.profile.v1"}},
       {head + "extra = 1\n" + two, {"[shape] unknown key 'extra'"}},
@@ -583,10 +668,15 @@ TEST(ProfileBounds, ParametersAreAcceptedAtTheirLimitsAndRejectedOneStepOutside)
     }
   };
   const std::string magnitude = "a finite value in [0, 1000000]";
-  for (const std::string key : {"content_logit_std", "sink_logit", "heavy_logit", "norm_logit_range", "recency_logit", "value_std"}) {
+  for (const std::string key : {"content_logit_std", "sink_logit", "heavy_logit", "recency_logit", "value_std"}) {
     for (double v : {0.0, kTiny, below(kLlmMaxMagnitude), kLlmMaxMagnitude}) accept(key, v);
     reject(key, -kTiny, magnitude);
     reject(key, above(kLlmMaxMagnitude), magnitude);
+  }
+  // The key-norm term may favour high-norm keys: a negative range, bounded as the positive one.
+  for (double v : {-kLlmMaxMagnitude, -kTiny, 0.0, kLlmMaxMagnitude}) accept("norm_logit_range", v);
+  for (double v : {-above(kLlmMaxMagnitude), above(kLlmMaxMagnitude)}) {
+    reject("norm_logit_range", v, "a finite value in [-1000000, 1000000]");
   }
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("sink_head_fraction", v);
   reject("sink_head_fraction", -kTiny, "a value in [0, 1]");
@@ -613,12 +703,14 @@ TEST(Generator, StaysFiniteWithEveryParameterAtItsBound) {
   // Each parameter where it enlarges the entries most: logits and value_std at the maximum,
   // temperature and score_scale at the minimum, norm_spread at both ends (it scales the keys'
   // norm offset and divides the queries' norm term).
+  // norm_logit_range at both ends of its range too.
   for (const double norm_spread : {kLlmMinMagnitude, kLlmMaxMagnitude}) {
     for (const int head_dim : {8, 1024}) {
+      for (const double norm_sign : {1.0, -1.0}) {
       SCOPED_TRACE("norm_spread " + std::to_string(norm_spread) + ", head_dim " + std::to_string(head_dim));
       LlmLikeParams p;
-      p.content_logit_std = p.sink_logit = p.heavy_logit = p.norm_logit_range = p.recency_logit = p.value_std =
-          kLlmMaxMagnitude;
+      p.content_logit_std = p.sink_logit = p.heavy_logit = p.recency_logit = p.value_std = kLlmMaxMagnitude;
+      p.norm_logit_range = norm_sign * kLlmMaxMagnitude;
       p.norm_spread = norm_spread;
       p.temperature = kLlmMinMagnitude;
       WorkloadSpec spec = small_llm_spec(1, 2, 1, p);
@@ -628,6 +720,7 @@ TEST(Generator, StaysFiniteWithEveryParameterAtItsBound) {
       const Workload w = generate_workload(spec);
       for (const std::vector<float>* data : {&w.q_data(), &w.k_data(), &w.v_data()}) {
         EXPECT_TRUE(std::all_of(data->begin(), data->end(), [](float x) { return std::isfinite(x); }));
+      }
       }
     }
   }

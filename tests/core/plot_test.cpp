@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -176,4 +177,26 @@ TEST(Plot, WritesSvgAndPngWithGnuplotAndSaysSoWithout) {
 }
 
 }  // namespace
+TEST(Plot, HeatmapTableHasOneRowPerMatrixRowAndTheScriptDrawsItsScale) {
+  Heatmap h{"alloc", "Budgets", "KV head", "layer", "budget (slots)", {"0", "1", "2"}, {"0", "1"},
+            {{1, 2.5, 3}, {4, std::nan(""), 6}}};
+  EXPECT_EQ(heatmap_table(h), "row 0 1 2\n0 1 2.5 3\n1 4 nan 6\n");
+  const std::string gp = heatmap_script(h);
+  for (const char* needle : {"matrix rowheaders columnheaders with image", "set cblabel 'budget (slots)'",
+                             "set output 'alloc.svg'", "set output 'alloc.png'", "set xlabel 'KV head'"}) {
+    EXPECT_NE(gp.find(needle), std::string::npos) << needle;
+  }
+  auto broken = [&](auto change) {
+    Heatmap b = h;
+    change(b);
+    EXPECT_THROW((void)heatmap_script(b), std::invalid_argument);
+  };
+  broken([](Heatmap& b) { b.value_label.clear(); });
+  broken([](Heatmap& b) { b.title.clear(); });
+  broken([](Heatmap& b) { b.values[1].pop_back(); });
+  broken([](Heatmap& b) { b.values.pop_back(); });
+  broken([](Heatmap& b) { b.rows[0] = "layer 0"; });
+  broken([](Heatmap& b) { b.columns.clear(), b.values = {{}, {}}; });
+}
+
 }  // namespace subevict::plot

@@ -119,6 +119,7 @@ TEST(ProfileFit, TheTwinIsAcceptedAtEverySeedAndLength) {
   const Workload real = generate_workload(spec, 1);
   FitOptions options = small_fit(5);
   options.seeds = 3;  // the mean of seeds 5, 6, 7: none of the seeds checked below
+  options.max_evaluations = FitOptions{}.max_evaluations;  // the command's budget: a fit within a quarter tolerance
   const ProfileFit fit = fit_profile(real, "half", options);
   EXPECT_EQ(fit.layers[1].params.low_norm_sinks, 1);  // the fit saw the low-norm first key
   EXPECT_EQ(fit.layers[1].params.sink_heads, 4);
@@ -152,22 +153,36 @@ TEST(ProfileFit, TheTwinIsAcceptedAtEverySeedAndLength) {
   EXPECT_GT(per_seed_misses, 0);
 }
 
-TEST(ProfileFit, ReportsAStructureTheGeneratorCannotProduce) {
-  // Every query along one direction u, key j = norm_j u: the score grows with the key norm, so
-  // high-norm keys attract attention (Spearman near +1). The generator's low-norm structure only
-  // makes the correlation negative, so the fit must report the layer as unmatched.
+/// Every query along one direction u, key j = norm_j u: the score grows with the key norm, so
+/// high-norm keys attract attention (Spearman near +1).
+Workload high_norm_attracts() {
   Workload real(Shape{1, 2, 1, kTokens, 16});
   for (int j = 0; j < kTokens; ++j) {
     const double norm = 0.5 + 2.0 * uniform(3, 77, std::uint64_t(j));
     for (int x = 0; x < 16; ++x) real.k(0, 0)(j, x) = float(x == 0 ? norm : 0.0);
     for (int h = 0; h < 2; ++h) real.q(0, h)(j, 0) = 4.0f;
   }
-  const ProfileFit fit = fit_profile(real, "impossible", small_fit(1));
+  return real;
+}
+
+TEST(ProfileFit, MatchesHighNormKeysThatAttractWithANegativeNormRange) {
+  const ProfileFit fit = fit_profile(high_norm_attracts(), "high norm", small_fit(1));
   const LayerFit& l = fit.layers.front();
   EXPECT_GT(l.target.mean.norm_attention_spearman, 0.8);
+  EXPECT_LE(l.error, 1.0);
+  EXPECT_LT(l.params.norm_logit_range, 0.0);  // the sign the low-norm structure alone lacks
+}
+
+TEST(ProfileFit, ReportsTheGapOfALayerItHasNotMatched) {
+  // Two evaluations are not enough to move the norm range from 0 to the layer's: the fit says so
+  // with the gap it measured, and does not stop before its budget.
+  FitOptions options = small_fit(1);
+  options.max_evaluations = 2;
+  const ProfileFit fit = fit_profile(high_norm_attracts(), "unmatched", options);
+  const LayerFit& l = fit.layers.front();
   EXPECT_GT(l.error, 1.0);
   EXPECT_DOUBLE_EQ(l.error, fit_error(l.fitted, l.target));
-  EXPECT_EQ(l.evaluations, 16);  // it kept searching: no early stop on an unmatched layer
+  EXPECT_EQ(l.evaluations, 2);
 }
 
 TEST(ProfileFit, FitErrorIsTheLargestGapInTolerances) {

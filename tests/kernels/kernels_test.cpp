@@ -135,6 +135,9 @@ TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
     p.low_norm_sinks = l % 2;            // layer 1: low-norm sink keys, query-side sink amplitude
     p.exact_recency = l == 0 ? 1 : 0;
     p.fixed_structure = l == 1 ? 1 : 0;
+    p.rope_base = l == 1 ? 500.0 : 10000.0;  // two RoPE tables, layer 2 back on the first
+    p.exact_sinks = l == 2 ? 1 : 0;          // layer 2: bare sink keys at the full amplitude
+    p.norm_logit_range = l == 2 ? -1.5 : p.norm_logit_range;  // high-norm keys attract
   }
   specs.push_back(varied);
   for (const WorkloadSpec& spec : specs) {

@@ -79,4 +79,93 @@ BudgetAllocation allocate_budget(const std::vector<std::vector<double>>& curves,
   return out;
 }
 
+namespace {
+
+/// The common length K of every curve; throws unless there is a head and all curves are that long.
+std::size_t common_length(const std::vector<std::vector<double>>& curves, const std::string& source) {
+  if (curves.empty()) throw InputError(source, "heads", "at least one head's curve", "none");
+  for (std::size_t h = 0; h < curves.size(); ++h) {
+    if (curves[h].size() != curves.front().size()) {
+      throw InputError(source, "curve of head " + std::to_string(h),
+                       "OPT(k) for k = 1.." + std::to_string(curves.front().size()) + " as every other head's",
+                       std::to_string(curves[h].size()) + " points");
+    }
+  }
+  if (curves.front().empty()) throw InputError(source, "curve of head 0", "OPT(k) for k = 1..K, K >= 1", "an empty curve");
+  return curves.front().size();
+}
+
+}  // namespace
+
+BudgetAllocation allocate_layer_budgets(const std::vector<std::vector<double>>& curves, const std::vector<int>& group,
+                                        long long total, const std::string& source) {
+  const std::size_t length = common_length(curves, source);
+  if (group.size() != curves.size()) {
+    throw InputError(source, "layer of each head", "one per head (" + std::to_string(curves.size()) + ")",
+                     std::to_string(group.size()));
+  }
+  const int groups = *std::max_element(group.begin(), group.end()) + 1;
+  std::vector<long long> size(std::size_t(std::max(groups, 0)), 0);
+  for (std::size_t h = 0; h < group.size(); ++h) {
+    if (group[h] < 0) throw InputError(source, "layer of head " + std::to_string(h), "a layer index >= 0", std::to_string(group[h]));
+    ++size[std::size_t(group[h])];
+  }
+  for (int g = 0; g < groups; ++g) {
+    if (size[std::size_t(g)] != size.front()) {
+      throw InputError(source, "heads of layer " + std::to_string(g),
+                       "as many as every other layer's (" + std::to_string(size.front()) + ")",
+                       std::to_string(size[std::size_t(g)]));
+    }
+  }
+  const long long per_layer = size.front();
+  if (total % per_layer != 0) {
+    throw InputError(source, "total budget", "a multiple of the heads per layer (" + std::to_string(per_layer) + ")",
+                     std::to_string(total));
+  }
+  for (std::size_t h = 0; h < curves.size(); ++h) check_curve(curves[h], h, source);
+  std::vector<std::vector<double>> layer_curves(std::size_t(groups), std::vector<double>(length, 0.0));
+  for (std::size_t h = 0; h < curves.size(); ++h) {
+    for (std::size_t k = 0; k < length; ++k) layer_curves[std::size_t(group[h])][k] += curves[h][k];
+  }
+  const BudgetAllocation layers = allocate_budget(layer_curves, total / per_layer, source);
+  BudgetAllocation out;
+  out.value = layers.value;
+  for (std::size_t h = 0; h < curves.size(); ++h) out.budgets.push_back(layers.budgets[std::size_t(group[h])]);
+  return out;
+}
+
+BudgetAllocation allocate_two_classes(const std::vector<std::vector<double>>& curves, int low, long long total,
+                                      const std::string& source) {
+  const long long length = (long long)common_length(curves, source);
+  for (std::size_t h = 0; h < curves.size(); ++h) {
+    for (std::size_t k = 0; k < curves[h].size(); ++k) {
+      if (!std::isfinite(curves[h][k])) {
+        throw InputError(source, "curve of head " + std::to_string(h), "finite values",
+                         significant_digits(curves[h][k], 10) + " at k = " + std::to_string(k + 1));
+      }
+    }
+  }
+  if (low < 1 || low >= length) {
+    throw InputError(source, "streaming heads' budget", "an integer in [1, " + std::to_string(length - 1) + "]",
+                     std::to_string(low));
+  }
+  const long long heads = (long long)curves.size();
+  if (total < heads * low || total > heads * length) {
+    throw InputError(source, "total budget",
+                     "an integer in [" + std::to_string(heads * low) + ", " + std::to_string(heads * length) +
+                         "] (every head streaming, every head full)",
+                     std::to_string(total));
+  }
+  const long long full = std::min(heads, (total - heads * low) / (length - low));
+  std::vector<std::size_t> order(curves.size());
+  for (std::size_t h = 0; h < order.size(); ++h) order[h] = h;
+  const auto gain = [&](std::size_t h) { return curves[h][std::size_t(length) - 1] - curves[h][std::size_t(low) - 1]; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return gain(a) > gain(b); });
+  BudgetAllocation out;
+  out.budgets.assign(curves.size(), low);
+  for (long long i = 0; i < full; ++i) out.budgets[order[std::size_t(i)]] = int(length);
+  for (std::size_t h = 0; h < curves.size(); ++h) out.value += curves[h][std::size_t(out.budgets[h]) - 1];
+  return out;
+}
+
 }  // namespace subevict::greedy

@@ -32,4 +32,26 @@ struct BudgetAllocation {
 [[nodiscard]] BudgetAllocation allocate_budget(const std::vector<std::vector<double>>& curves, long long total,
                                                const std::string& source = "allocation");
 
+/// The optimal allocation of `total` slots when every head of a layer keeps the same budget
+/// (PyramidKV's question: how much each layer gets): head h belongs to layer group[h] (groups
+/// numbered 0..G−1, every one non-empty and of the same size S, every curve of the same length K),
+/// layer g's curve is Σ_{h in g} OPT_h(k), concave as a sum of concave curves, and a unit of a
+/// layer's budget costs S slots, so allocate_budget over the layer curves with total / S units is
+/// exact. Returns the per-head budgets (each head its layer's). Throws InputError as
+/// allocate_budget, and for groups that are out of range, empty or of different sizes, curves of
+/// different lengths, or a total that is not a multiple of S.
+[[nodiscard]] BudgetAllocation allocate_layer_budgets(const std::vector<std::vector<double>>& curves,
+                                                      const std::vector<int>& group, long long total,
+                                                      const std::string& source = "allocation");
+
+/// The optimal split of the heads into two classes (DuoAttention's question): a head keeps either
+/// `low` slots (a streaming head) or the curves' largest budget K (a full head), and at most
+/// `total` slots are used. With m full heads, m = ⌊(total − H·low) / (K − low)⌋ at most, the value
+/// Σ OPT_h(low) + Σ_{full} (OPT_h(K) − OPT_h(low)) is largest for the m heads with the largest
+/// gains OPT_h(K) − OPT_h(low) (ties to the lower head), so taking the largest m is exact. Slots
+/// left over (total − H·low − m(K − low)) stay unused. Throws InputError for curves of different
+/// lengths or not finite, low outside [1, K − 1], or total outside [H·low, H·K].
+[[nodiscard]] BudgetAllocation allocate_two_classes(const std::vector<std::vector<double>>& curves, int low,
+                                                    long long total, const std::string& source = "allocation");
+
 }  // namespace subevict::greedy

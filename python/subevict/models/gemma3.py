@@ -45,7 +45,7 @@ def config_of(reader):
     heads = int(field(reader, "gemma3.attention.head_count"))
     layers = int(field(reader, "gemma3.block_count"))
     window = int(field(reader, "gemma3.attention.sliding_window"))
-    return {
+    config = {
         "architecture": ARCHITECTURE,
         "vocab_size": int(tensors["token_embd.weight"].shape[-1]),
         "hidden_size": hidden,
@@ -66,6 +66,10 @@ def config_of(reader):
         "bos_token_id": field(reader, "tokenizer.ggml.bos_token_id", None, required=False),
         "eos_token_id": field(reader, "tokenizer.ggml.eos_token_id", None, required=False),
     }
+    # Each layer's RoPE base: the local base on sliding-window layers, rope_theta on global ones.
+    config["layer_rope_bases"] = [config["rope_theta"] if w is None else SLIDING_ROPE_BASE
+                                  for w in config["layer_windows"]]
+    return config
 
 
 def gelu_tanh(x):
@@ -97,8 +101,7 @@ class Model:
                        for i in range(self.layers)]
         d = self.head_dim
         exponents = torch.arange(0, d, 2, dtype=torch.int64).float() / d
-        self.inv_freq = [1.0 / (c["rope_theta"] if w is None else c["rope_local_base_freq"])
-                         ** exponents for w in c["layer_windows"]]
+        self.inv_freq = [1.0 / base ** exponents for base in c["layer_rope_bases"]]
 
     def ablated(self, shift_norms=False, qk_norm=True, window=True, swap_rope_bases=False):
         """A copy sharing the weights, broken as asked (for tests that must see a wrong forward

@@ -37,9 +37,8 @@ double exhaustive_best(const std::vector<std::vector<double>>& curves, int total
   return best[std::size_t(total)];
 }
 
-/// A random nondecreasing concave curve of K points: positive decreasing increments.
-std::vector<double> concave_curve() {
-  const int k = *rc::gen::inRange(1, 12);
+/// A random nondecreasing concave curve of k points: positive decreasing increments.
+std::vector<double> concave_curve(int k) {
   std::vector<double> steps = *rc::gen::container<std::vector<double>>(
       std::size_t(k - 1), rc::gen::map(rc::gen::inRange(0, 1000), [](int x) { return x / 100.0; }));
   std::sort(steps.rbegin(), steps.rend());
@@ -47,6 +46,9 @@ std::vector<double> concave_curve() {
   for (double s : steps) curve.push_back(curve.back() + s);
   return curve;
 }
+
+/// concave_curve of a random length in [1, 11].
+std::vector<double> concave_curve() { return concave_curve(*rc::gen::inRange(1, 12)); }
 
 void check_allocation(const std::vector<std::vector<double>>& curves, int total) {
   const BudgetAllocation a = allocate_budget(curves, total);
@@ -117,6 +119,114 @@ TEST(BudgetAllocation, RefusesCurvesTheMarginalRuleIsNotExactFor) {
   EXPECT_THROW((void)allocate_budget({{1.0, 2.0}, {1.0}}, 1), InputError);  // fewer slots than heads
   EXPECT_THROW((void)allocate_budget({{1.0, 2.0}, {1.0}}, 4), InputError);  // more than the curves reach
   EXPECT_NO_THROW((void)allocate_budget({{1.0, 2.0}, {1.0}}, 3));
+}
+
+/// max over per-layer budgets 1 ≤ k_g ≤ K with Σ_g S·k_g = total of Σ_h curves[h][k_{group h} − 1],
+/// by enumerating every tuple of layer budgets. −inf when infeasible.
+double exhaustive_layers(const std::vector<std::vector<double>>& curves, const std::vector<int>& group,
+                         int groups, int per_layer, int total) {
+  const int length = int(curves.front().size());
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<int> k(std::size_t(groups), 1);
+  while (true) {
+    if (per_layer * std::accumulate(k.begin(), k.end(), 0) == total) {
+      double value = 0.0;
+      for (std::size_t h = 0; h < curves.size(); ++h) value += curves[h][std::size_t(k[std::size_t(group[h])]) - 1];
+      best = std::max(best, value);
+    }
+    int g = 0;
+    while (g < groups && k[std::size_t(g)] == length) k[std::size_t(g++)] = 1;
+    if (g == groups) return best;
+    ++k[std::size_t(g)];
+  }
+}
+
+RC_GTEST_PROP(BudgetAllocation, LayerBudgetsEqualExhaustiveSearchOverLayerTuples, ()) {
+  const int groups = *rc::gen::inRange(1, 4), per_layer = *rc::gen::inRange(1, 4);
+  const int length = *rc::gen::inRange(2, 7);
+  std::vector<std::vector<double>> curves;
+  std::vector<int> group;
+  for (int g = 0; g < groups; ++g) {
+    for (int h = 0; h < per_layer; ++h) {
+      curves.push_back(concave_curve(length));
+      group.push_back(g);
+    }
+  }
+  // Heads listed in a shuffled order: a head's layer is its group, not its position.
+  const std::vector<std::size_t> order = *rc::gen::unique<std::vector<std::size_t>>(
+      curves.size(), rc::gen::inRange<std::size_t>(0, curves.size()));
+  std::vector<std::vector<double>> shuffled;
+  std::vector<int> shuffled_group;
+  for (std::size_t i : order) {
+    shuffled.push_back(curves[i]);
+    shuffled_group.push_back(group[i]);
+  }
+  const int total = per_layer * *rc::gen::inRange(groups, groups * length + 1);
+  const BudgetAllocation a = allocate_layer_budgets(shuffled, shuffled_group, total);
+  RC_ASSERT(std::accumulate(a.budgets.begin(), a.budgets.end(), 0LL) == total);
+  double value = 0.0;
+  for (std::size_t h = 0; h < shuffled.size(); ++h) {
+    for (std::size_t o = 0; o < shuffled.size(); ++o) {
+      if (shuffled_group[o] == shuffled_group[h]) RC_ASSERT(a.budgets[o] == a.budgets[h]);  // one budget per layer
+    }
+    value += shuffled[h][std::size_t(a.budgets[h]) - 1];
+  }
+  RC_ASSERT(std::abs(value - a.value) <= 1e-9 * std::max(1.0, value));
+  const double best = exhaustive_layers(shuffled, shuffled_group, groups, per_layer, total);
+  RC_ASSERT(std::abs(a.value - best) <= 1e-9 * std::max(1.0, best));
+  // One budget per layer is a constraint: never above the head-by-head optimal allocation.
+  RC_ASSERT(a.value <= allocate_budget(shuffled, total).value + 1e-9 * std::max(1.0, best));
+}
+
+/// max over subsets F of heads with H·low + |F|·(K − low) ≤ total of the two-class value, by
+/// enumerating every subset.
+double exhaustive_classes(const std::vector<std::vector<double>>& curves, int low, long long total) {
+  const std::size_t heads = curves.size(), length = curves.front().size();
+  double best = -std::numeric_limits<double>::infinity();
+  for (unsigned mask = 0; mask < (1u << heads); ++mask) {
+    long long used = 0;
+    double value = 0.0;
+    for (std::size_t h = 0; h < heads; ++h) {
+      const bool full = (mask >> h) & 1u;
+      used += full ? (long long)length : low;
+      value += curves[h][full ? length - 1 : std::size_t(low) - 1];
+    }
+    if (used <= total) best = std::max(best, value);
+  }
+  return best;
+}
+
+RC_GTEST_PROP(BudgetAllocation, TwoClassesEqualExhaustiveSearchOverHeadSubsets, ()) {
+  const int heads = *rc::gen::inRange(1, 8), length = *rc::gen::inRange(2, 8);
+  std::vector<std::vector<double>> curves;
+  for (int h = 0; h < heads; ++h) {
+    curves.push_back(concave_curve(length));
+  }
+  const int low = *rc::gen::inRange(1, length);
+  const long long total = *rc::gen::inRange<long long>((long long)heads * low, (long long)heads * length + 1);
+  const BudgetAllocation a = allocate_two_classes(curves, low, total);
+  long long used = 0;
+  for (int k : a.budgets) {
+    RC_ASSERT(k == low || k == length);
+    used += k;
+  }
+  RC_ASSERT(used <= total);
+  const double best = exhaustive_classes(curves, low, total);
+  RC_ASSERT(std::abs(a.value - best) <= 1e-9 * std::max(1.0, std::abs(best)));
+}
+
+TEST(BudgetAllocation, LayerAndClassFormsRefuseInputTheyAreNotExactFor) {
+  const std::vector<std::vector<double>> two = {{1.0, 2.0, 2.5}, {1.0, 1.5, 1.75}};
+  EXPECT_THROW((void)allocate_layer_budgets(two, {0, 1, 1}, 4), InputError);        // one layer per head
+  EXPECT_THROW((void)allocate_layer_budgets(two, {0, 2}, 4), InputError);           // layer 1 empty
+  EXPECT_THROW((void)allocate_layer_budgets({{1.0, 2.0}, {1.0}}, {0, 1}, 2), InputError);  // lengths differ
+  EXPECT_THROW((void)allocate_layer_budgets(two, {0, 0}, 3), InputError);           // not a multiple of 2
+  EXPECT_NO_THROW((void)allocate_layer_budgets(two, {0, 0}, 4));
+  EXPECT_THROW((void)allocate_two_classes(two, 0, 4), InputError);                  // low < 1
+  EXPECT_THROW((void)allocate_two_classes(two, 3, 6), InputError);                  // low = K
+  EXPECT_THROW((void)allocate_two_classes(two, 1, 1), InputError);                  // below every head streaming
+  EXPECT_THROW((void)allocate_two_classes(two, 1, 7), InputError);                  // beyond every head full
+  EXPECT_DOUBLE_EQ(allocate_two_classes(two, 1, 4).value, 3.5);  // one full head: the one gaining 1.5
 }
 
 }  // namespace
