@@ -167,10 +167,9 @@ constexpr double kLeastTrust = 1.0 / 16;
 /// sparsity, ...) are learned. Each step solves J dx = r at the best point so far, takes a share
 /// of dx (the trust: halved after each step to a worse point, down to kLeastTrust, doubled back
 /// to 1 after a better one), shrinks it uniformly to the knobs' largest steps and clamps to their
-/// bounds. When kStallEvaluations steps
-/// in a row find no better point (the secant model has drifted), J is measured afresh by finite
-/// differences at the best point, once per best point. Knobs not fitted (the sink of a sink-free
-/// layer) stay fixed.
+/// bounds. When kStallEvaluations steps in a row find no better point (the secant model has
+/// drifted), J is measured afresh by finite differences at the best point, once per best point.
+/// Knobs not fitted (the sink of a sink-free layer, a knob its bounds pin) stay fixed.
 LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, double score_scale,
                    const FitOptions& options, bool low_norm_first_key) {
   WorkloadSpec spec;
