@@ -97,7 +97,7 @@ void run(const AllocateArgs& args) {
 
   std::ostringstream csv;
   csv << "layer,kv_head,budget,optimum,uniform_budget,uniform_optimum\n";
-  std::map<int, std::pair<long long, double>> per_layer;  // layer -> (slots, optimum)
+  std::map<int, long long> per_layer;  // layer -> its heads' slots
   for (std::size_t h = 0; h < read.size(); ++h) {
     const int k = best.budgets[h];
     const double value = curves[h][std::size_t(k) - 1];
@@ -105,8 +105,7 @@ void run(const AllocateArgs& args) {
         << args.budget << ','
         << (args.budget <= int(curves[h].size()) ? significant_digits(curves[h][std::size_t(args.budget) - 1], 17) : "")
         << '\n';
-    per_layer[read[h].layer].first += k;
-    per_layer[read[h].layer].second += value;
+    per_layer[read[h].layer] += k;
   }
   long long used = 0;
   for (int k : best.budgets) used += k;
@@ -130,8 +129,8 @@ void run(const AllocateArgs& args) {
   std::cout << "  per layer: slots (mean per KV head)\n";
   for (const auto& [layer, slots] : per_layer) {
     const long long in_layer = std::count(layer_of.begin(), layer_of.end(), layer);
-    std::cout << "    layer " << layer << ": " << slots.first << " ("
-              << significant_digits(double(slots.first) / double(in_layer), 4) << ")\n";
+    std::cout << "    layer " << layer << ": " << slots << " ("
+              << significant_digits(double(slots) / double(in_layer), 4) << ")\n";
   }
   std::map<std::string, std::string> files = {{"allocation.csv", csv.str()}, {"allocation.json", json.dump(1) + "\n"}};
   for (auto& [name, text] : plot::heatmap_files(budget_heatmap(read, best.budgets, args.by, args.budget))) {

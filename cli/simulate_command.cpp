@@ -313,7 +313,7 @@ std::pair<Aggregate, std::string> budget_curve_outputs(const std::vector<greedy:
     for (const auto& [key, value] : mean) {
       if (key.first == "OPT_lower") opt[{"OPT", key.second}] = value;
     }
-    return {opt, greedy::budget_curve_csv(curves)};
+    mean = std::move(opt);
   }
   return {mean, greedy::budget_curve_csv(curves)};
 }

@@ -1,6 +1,6 @@
 // `subevict workload fit`: per-layer generator parameters fitted to a real workload (a twin).
 #include <algorithm>
-#include <cmath>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -53,17 +53,9 @@ std::vector<double> recorded_rope_bases(const Workload& w) {
   std::string item;
   const std::string expected = "one RoPE base > 1 per layer (" + std::to_string(w.shape().layers) + "), comma separated";
   while (std::getline(text, item, ',')) {
-    std::size_t used = 0;
-    double base = 0;
-    try {
-      base = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(base) || base <= 1) {
-      throw InputError("workload metadata", "rope_bases", expected, "'" + it->second + "'");
-    }
-    bases.push_back(base);
+    const std::optional<double> base = finite_number(item);
+    if (!base || *base <= 1) throw InputError("workload metadata", "rope_bases", expected, "'" + it->second + "'");
+    bases.push_back(*base);
   }
   if (int(bases.size()) != w.shape().layers) {
     throw InputError("workload metadata", "rope_bases", expected, "'" + it->second + "'");

@@ -16,6 +16,7 @@
 #include "core/dtype.hpp"
 #include "core/input_error.hpp"
 #include "core/npy.hpp"
+#include "core/number_text.hpp"
 #include "core/safetensors.hpp"
 
 namespace subevict {
@@ -109,14 +110,12 @@ Shape infer_shape(int layers, const LayerShapes& s) {
 }
 
 double parse_score_scale(const std::string& text, const std::string& source) {
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value <= 0.0) {
+  const std::optional<double> value = finite_number(text);
+  if (!value || *value <= 0.0) {
     throw InputError(source, "__metadata__ 'score_scale'", "a positive finite decimal number",
                      "'" + text + "'");
   }
-  return value;
+  return *value;
 }
 
 std::string format_score_scale(double scale) {

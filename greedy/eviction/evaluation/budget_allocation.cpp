@@ -18,15 +18,21 @@ double concavity_slack(const std::vector<double>& curve) {
 
 namespace {
 
-/// Throws unless `curve` (head h) is finite, nondecreasing and concave within its slack.
+/// Throws unless every value of `curve` (head h) is finite.
+void check_finite(const std::vector<double>& curve, std::size_t h, const std::string& source) {
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    if (!std::isfinite(curve[i])) {
+      throw InputError(source, "curve of head " + std::to_string(h), "finite values",
+                       significant_digits(curve[i], 10) + " at k = " + std::to_string(i + 1));
+    }
+  }
+}
+
+/// Throws unless `curve` (head h) is non-empty, finite, nondecreasing and concave within its slack.
 void check_curve(const std::vector<double>& curve, std::size_t h, const std::string& source) {
   const std::string field = "curve of head " + std::to_string(h);
   if (curve.empty()) throw InputError(source, field, "OPT(k) for k = 1..K, K >= 1", "an empty curve");
-  for (std::size_t i = 0; i < curve.size(); ++i) {
-    if (!std::isfinite(curve[i])) {
-      throw InputError(source, field, "finite values", significant_digits(curve[i], 10) + " at k = " + std::to_string(i + 1));
-    }
-  }
+  check_finite(curve, h, source);
   const double slack = concavity_slack(curve);
   for (std::size_t i = 1; i < curve.size(); ++i) {
     const double step = curve[i] - curve[i - 1];
@@ -137,14 +143,7 @@ BudgetAllocation allocate_layer_budgets(const std::vector<std::vector<double>>& 
 BudgetAllocation allocate_two_classes(const std::vector<std::vector<double>>& curves, int low, long long total,
                                       const std::string& source) {
   const long long length = (long long)common_length(curves, source);
-  for (std::size_t h = 0; h < curves.size(); ++h) {
-    for (std::size_t k = 0; k < curves[h].size(); ++k) {
-      if (!std::isfinite(curves[h][k])) {
-        throw InputError(source, "curve of head " + std::to_string(h), "finite values",
-                         significant_digits(curves[h][k], 10) + " at k = " + std::to_string(k + 1));
-      }
-    }
-  }
+  for (std::size_t h = 0; h < curves.size(); ++h) check_finite(curves[h], h, source);
   if (low < 1 || low >= length) {
     throw InputError(source, "streaming heads' budget", "an integer in [1, " + std::to_string(length - 1) + "]",
                      std::to_string(low));

@@ -1,7 +1,7 @@
 #include "greedy/eviction/evaluation/budget_curve_csv.hpp"
 
 #include <charconv>
-#include <cmath>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -14,12 +14,6 @@ namespace {
 constexpr const char* kHeader =
     "layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,curve_seconds";
 
-/// A shortest round-trip double.
-std::string exact_text(double v) {
-  char buffer[32];
-  return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, v).ptr);
-}
-
 }  // namespace
 
 std::string budget_curve_csv(const std::vector<BudgetCurve>& curves) {
@@ -28,8 +22,8 @@ std::string budget_curve_csv(const std::vector<BudgetCurve>& curves) {
   for (const BudgetCurve& c : curves) {
     const double g = c.heads;
     for (const BudgetCurvePoint& p : c.points) {
-      csv << c.layer << ',' << c.kv_head << ',' << p.budget << ',' << exact_text(p.value / g) << ','
-          << exact_text(p.upper_bound / g) << ',' << to_string(p.status) << ',' << significant_digits(c.seconds, 4)
+      csv << c.layer << ',' << c.kv_head << ',' << p.budget << ',' << significant_digits(p.value / g, 17) << ','
+          << significant_digits(p.upper_bound / g, 17) << ',' << to_string(p.status) << ',' << significant_digits(c.seconds, 4)
           << '\n';
     }
   }
@@ -61,13 +55,9 @@ std::vector<ReadBudgetCurve> read_budget_curve_csv(const std::string& path) {
       return v;
     };
     auto real = [&](int index, const char* name) {
-      double v = 0;
-      const std::string& f = fields[std::size_t(index)];
-      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-      if (ec != std::errc() || end != f.data() + f.size() || !std::isfinite(v)) {
-        throw InputError(path, where + " " + name, "a finite number", "'" + f + "'");
-      }
-      return v;
+      const std::optional<double> v = finite_number(fields[std::size_t(index)]);
+      if (!v) throw InputError(path, where + " " + name, "a finite number", "'" + fields[std::size_t(index)] + "'");
+      return *v;
     };
     const int layer = integer(0, "layer"), kv_head = integer(1, "kv_head"), budget = integer(2, "budget_size");
     const double lower = real(3, "optimum_lower_bound"), upper = real(4, "optimum_upper_bound");

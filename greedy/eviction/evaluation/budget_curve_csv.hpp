@@ -3,7 +3,7 @@
 /// budget_curve.csv, the file `simulate --budget-curve K` writes and `allocate` reads: a header
 ///   layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,curve_seconds
 /// then one row per (head, budget k = 1..K), heads in the order given, the optimum per query head
-/// of the group (the group's value divided by its query heads) as a shortest round-trip double,
+/// of the group (the group's value divided by its query heads) in 17 significant digits (exact),
 /// status "optimal" (lower = upper = OPT(k)) or "feasible" (a certified interval).
 
 #include <string>
