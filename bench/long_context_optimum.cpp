@@ -9,7 +9,6 @@
 //                        [--gap 1e-4] [--threads 2] [--preset llama2-7b] [--layer 0] [--head 0]
 //                        [--seed 1]
 #include <CLI/CLI.hpp>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -21,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/process_usage.hpp"
 #include "core/generator.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
@@ -30,14 +30,8 @@ namespace {
 
 using namespace subevict;
 using namespace subevict::greedy;
-
-double cpu_seconds() { return double(std::clock()) / CLOCKS_PER_SEC; }
-
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return double(usage.ru_maxrss) / 1024.0;  // KB on Linux
-}
+using bench::cpu_seconds;
+using bench::peak_rss_mb;
 
 int budget_of(double ratio, int n) {
   return ratio >= 1.0 ? int(ratio) : std::max(1, int(std::lround(ratio * n)));

@@ -9,6 +9,7 @@
 #include "proofs_checks/dynamic_submodularity.hpp"
 #include "proofs_checks/function_check.hpp"
 #include "proofs_checks/offline_gap.hpp"
+#include "proofs_checks/shared_cache.hpp"
 #include "proofs_checks/perturbed_increments.hpp"
 #include "proofs_checks/sparsity_claim.hpp"
 #include "proofs_checks/zero_padding_erratum.hpp"
@@ -151,6 +152,27 @@ std::vector<std::unique_ptr<Check>> dynamic_checks() {
         const int k = offline_comparison_budget(s.tokens, c.budget_ratio);
         const std::vector<NamedPolicy> policies = c.policies.empty() ? comparison_policies(k) : spec_policies(c.policies);
         return check_greedy_vs_offline(w, heads, k, policies, flow_optimum(), c.seed, tokens);
+      }));
+  checks.push_back(make_check(
+      {"allocation.uniform_static_shared", "theory.md §5 (offline optimum; allocation across heads)",
+       "How much a layer gains when its cache budget is split across its KV heads optimally (each head a fixed "
+       "budget) and when one cache is shared by the heads over time. The order uniform <= static <= shared holds by "
+       "definition (a uniform split is one static allocation, a static allocation one schedule of the shared "
+       "cache), so breaks of it are reported as a sanity count, not a verdict.",
+       "budget k = ceil(ratio n) per KV head, total k H per layer, the first min(n, 256) tokens of ceil(2 effort) "
+       "checked layers; static allocation exact over the heads' budget curves, shared cache by the LEMON flow",
+       "mean static / uniform and shared / static over layers, and the layers where the order breaks beyond "
+       "rounding",
+       {"LLM-like workload"}, "proofs_checks/shared_cache.cpp", Kind::measurement},
+      [](const CheckContext& c) {
+        const Workload& w = workload_of(c);
+        const std::vector<int> checked = checked_layers(c);
+        const int count = std::min(scaled_count(2, c.effort), int(checked.size()));
+        std::vector<int> layers;
+        for (int l = 0; l < count; ++l) layers.push_back(checked[std::size_t((long long)l * int(checked.size()) / count)]);
+        const int tokens = std::min(w.shape().tokens, kMaxSharedTokens);
+        const int k = std::clamp(int(std::ceil(c.budget_ratio * tokens)), 1, tokens);
+        return check_shared_cache(w, layers, k, exact_shared_optimum(), tokens);
       }));
   checks.push_back(make_check(
       {"h2o.erratum_d28_direction", "theory.md §9 item 3 (H2O Definition D.28)",

@@ -14,19 +14,6 @@
 
 namespace subevict::proofs_checks {
 
-namespace {
-
-/// The group restricted to its first `tokens` tokens (views of the same storage; row-major, so a
-/// prefix of rows is contiguous); the group itself when tokens ≤ 0 or ≥ n.
-greedy::HeadGroup prefix(const greedy::HeadGroup& group, int tokens) {
-  if (tokens <= 0 || tokens >= group.tokens()) return group;
-  const auto rows = [tokens](const ConstHeadMap& m) { return ConstHeadMap(m.data(), tokens, m.cols()); };
-  std::vector<ConstHeadMap> q;
-  for (const ConstHeadMap& m : group.q) q.push_back(rows(m));
-  return greedy::HeadGroup{std::move(q), rows(group.k), rows(group.v), group.scale, group.layer, group.kv_head, group.window};
-}
-
-}  // namespace
 
 std::vector<NamedPolicy> comparison_policies(int budget) {
   greedy::PolicyParams params;
@@ -71,7 +58,7 @@ CheckResult check_greedy_vs_offline(const Workload& workload, const std::vector<
   options.seed = seed;
   for (std::size_t h = 0; h < heads.size(); ++h) {
     const int layer = heads[h] / shape.kv_heads, kv = heads[h] % shape.kv_heads;
-    const greedy::HeadGroup group = prefix(greedy::head_group(workload, layer, kv), max_tokens);
+    const greedy::HeadGroup group = greedy::first_tokens(greedy::head_group(workload, layer, kv), max_tokens);
     const Eigen::MatrixXd gains = greedy::gain_matrix(group);
     const double opt = optimum(gains, budget);
     const double oracle = greedy::step_oracle(gains, budget).total;

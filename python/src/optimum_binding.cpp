@@ -8,6 +8,7 @@
 #include "greedy/eviction/evaluation/budget_allocation.hpp"
 #include "greedy/eviction/evaluation/budget_curve.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "optimum.hpp"
 
@@ -151,9 +152,10 @@ void bind_optimum(nb::module_& m) {
         return d;
       },
       "workload"_a, "layer"_a, "kv_head"_a, "max_budget"_a, "gap"_a = 0.0,
-      "The budget curve OPT(k), k = 1..max_budget, of one (layer, KV head) from one solve of the implicit-arc "
-      "solver (subevict simulate --budget-curve), in simulate's units (masses / g). gap = 0: exact at every "
-      "budget ('status' 'optimal'); gap > 0: each budget stops at that relative gap, OPT(k) in [total, "
+      "The budget curve OPT(k), k = 1..max_budget, of one (layer, KV head) as subevict simulate --budget-curve "
+      "computes it, in simulate's units (masses / g). gap = 0: exact at every budget by successive shortest "
+      "paths ('status' 'optimal'); gap > 0: the implicit-arc column generation stops each budget at that "
+      "relative gap, OPT(k) in [total, "
       "upper_bound]. Returns {'budget' (int32), 'total', 'upper_bound' (float64), 'status', 'group_size', "
       "'tokens', 'seconds'}. Concave and nondecreasing in k when exact.");
 
@@ -189,6 +191,41 @@ void bind_optimum(nb::module_& m) {
       "by='classes': each head `low` slots or the curves' common length K (streaming and full heads; slots that "
       "fill no whole full head stay unused). Returns {'budgets' (int32), 'value' (sum of OPT_h(k_h), the largest "
       "the form reaches)}. Exact; a curve that is not concave, or a total the form cannot split, raises InputError.");
+
+  m.def(
+      "shared_optimum",
+      [](const std::vector<AnyArray>& gains_arrays, long long total) {
+        std::vector<Eigen::MatrixXd> gains;
+        for (std::size_t h = 0; h < gains_arrays.size(); ++h) {
+          gains.push_back(to_matrix(gains_arrays[h], "shared_optimum", "gains[" + std::to_string(h) + "]"));
+        }
+        greedy::SharedOptimum shared;
+        {
+          nb::gil_scoped_release release;
+          shared = greedy::shared_optimum(gains, total);
+        }
+        nb::list last_step;
+        for (std::vector<int>& steps : shared.last_step) last_step.append(owned_array<int>(std::move(steps)));
+        std::vector<int> occupancy(std::size_t(shared.occupancy.size()));
+        Eigen::Map<Eigen::Matrix<int, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            occupancy.data(), shared.occupancy.rows(), shared.occupancy.cols()) = shared.occupancy;
+        const std::size_t rows = std::size_t(shared.occupancy.rows()), cols = std::size_t(shared.occupancy.cols());
+        nb::dict d;
+        d["status"] = greedy::to_string(shared.status);
+        d["total"] = shared.value;
+        d["upper_bound"] = shared.upper_bound;
+        d["last_step"] = last_step;
+        d["occupancy"] = owned_array<int>(std::move(occupancy), {rows, cols});
+        d["arcs"] = shared.arcs;
+        d["seconds"] = shared.seconds;
+        return d;
+      },
+      "gains"_a, "total"_a,
+      "The exact offline optimum of one cache of `total` (head, token) entries shared by several heads that move "
+      "in lockstep: gains is a list of n x n float64 gain matrices (gain_matrix(), one per head, all of one n). "
+      "Uniform per-head optimum <= allocate(...)['value'] <= this optimum. Returns {'status', 'total' (OPT), "
+      "'upper_bound' (certified: total <= OPT <= upper_bound), 'last_step' (per head, t_j; j - 1 when never "
+      "cached), 'occupancy' (n x H int32: entries of head h cached after step i), 'arcs', 'seconds'}.");
 
   m.def(
       "step_oracle",

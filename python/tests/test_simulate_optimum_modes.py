@@ -240,3 +240,29 @@ def test_allocate_per_layer_and_in_two_classes_as_exhaustive_search():
         subevict.allocate(curves, 12, low=2)
     with pytest.raises(subevict.InputError, match="multiple"):
         subevict.allocate(curves, 13, by="layer", layers=layers)
+
+
+def test_shared_optimum_is_at_least_the_static_allocation_and_its_schedule_is_what_it_reports():
+    w = subevict.generate("tiny-gqa", tokens=24, layers=1, seed=4)
+    gains = [subevict.gain_matrix(w, 0, kv) for kv in range(2)]
+    n, total = 24, 10
+    curves = [[subevict.offline_optimum(g, k)["total"] for k in range(1, n + 1)] for g in gains]
+    uniform = sum(c[total // 2 - 1] for c in curves)
+    static = subevict.allocate(curves, total)["value"]
+    shared = subevict.shared_optimum(gains, total)
+    assert shared["status"] == "optimal"
+    assert uniform <= static + 1e-12 <= shared["total"] + 2e-12
+    assert shared["upper_bound"] - shared["total"] <= 1e-9 * shared["total"]
+    occupancy = shared["occupancy"]
+    assert occupancy.shape == (n, 2) and occupancy.dtype == np.int32
+    assert int(occupancy.sum(axis=1).max()) <= total
+    for h, steps in enumerate(shared["last_step"]):
+        # The value and the occupancy both come from the same schedule.
+        assert [sum(1 for j in range(i + 1) if steps[j] >= i) for i in range(n)] == list(occupancy[:, h])
+    assert shared["total"] == pytest.approx(
+        sum(subevict.schedule_value(g, list(s)) for g, s in zip(gains, shared["last_step"])), rel=1e-12)
+    # One head is the single-head optimum.
+    assert subevict.shared_optimum(gains[:1], 5)["total"] == pytest.approx(
+        subevict.offline_optimum(gains[0], 5)["total"], rel=1e-12)
+    with pytest.raises(subevict.InputError, match="head 1"):
+        subevict.shared_optimum([gains[0], gains[1][:10, :10].copy()], 4)

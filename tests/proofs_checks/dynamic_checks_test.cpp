@@ -13,12 +13,14 @@
 #include "core/tolerance.hpp"
 #include "dynamic_instances.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "proofs_checks/dynamic_checks.hpp"
 #include "proofs_checks/dynamic_lemmas.hpp"
 #include "proofs_checks/dynamic_submodularity.hpp"
 #include "proofs_checks/offline_gap.hpp"
 #include "proofs_checks/perturbed_increments.hpp"
+#include "proofs_checks/shared_cache.hpp"
 #include "proofs_checks/sparsity_claim.hpp"
 #include "proofs_checks/zero_padding_erratum.hpp"
 
@@ -454,6 +456,31 @@ TEST(GreedyVsOfflineOptimum, FakeOptimumBelowAPolicyBreaksTheChain) {
   EXPECT_NE(r.notes.find("chain breaks first"), std::string::npos) << r.notes;
 }
 
+TEST(SharedCache, StaticAllocationAndTheSharedCacheEachAddToTheUniformSplit) {
+  // 3 layers x 2 KV heads, 96 tokens, 10 slots per head.
+  const CheckResult r = check_shared_cache(workload(), {0, 1, 2}, 10, exact_shared_optimum());
+  EXPECT_EQ(r.outcome, Outcome::measured);
+  EXPECT_EQ(r.instances, 3);
+  EXPECT_EQ(measurement_value(r, "chain_breaks"), 0.0);
+  EXPECT_GE(measurement_value(r, "static_over_uniform"), 1.0);
+  EXPECT_GE(measurement_value(r, "shared_over_static"), 1.0);
+  ASSERT_EQ(r.series.size(), 2u);
+  for (std::size_t l = 0; l < 3; ++l) EXPECT_GE(r.series[1].y[l], r.series[0].y[l] - 1e-12);
+}
+
+TEST(SharedCache, AFakeSharedOptimumBelowTheStaticAllocationBreaksTheOrder) {
+  // Half the true shared optimum is below every static allocation: the order must break, named.
+  const SharedSolver half = [](const std::vector<Eigen::MatrixXd>& w, long long total) {
+    return 0.5 * greedy::shared_optimum(w, total).value;
+  };
+  const CheckResult r = check_shared_cache(workload(), {1}, 10, half);
+  EXPECT_EQ(r.outcome, Outcome::measured);
+  EXPECT_EQ(measurement_value(r, "chain_breaks"), 1.0);
+  EXPECT_NE(r.notes.find("order breaks first at layer 1"), std::string::npos) << r.notes;
+  EXPECT_THROW((void)check_shared_cache(workload(), {}, 10, half), std::invalid_argument);
+  EXPECT_THROW((void)check_shared_cache(workload(), {0}, 0, half), std::invalid_argument);
+}
+
 TEST(ErratumD28Direction, PrintedDirectionFailsAndCorrectedHolds) {
   const CheckResult r = check_erratum_d28_direction(h2o_setup());
   EXPECT_EQ(r.outcome, Outcome::held);
@@ -498,7 +525,7 @@ TEST(DynamicChecks, RegisteredChecksRunOnTheTestWorkload) {
     EXPECT_FALSE(r.key_number.empty()) << info.id;
     for (const Measurement& m : r.measurements) EXPECT_FALSE(std::isnan(m.value)) << info.id << " " << m.name;
   }
-  EXPECT_EQ(ids.size(), 10u);
+  EXPECT_EQ(ids.size(), 11u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/number_text.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
+#include "greedy/eviction/optimum/shortest_path_curve.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 
@@ -18,6 +19,15 @@ template <class Scalar>
 std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budget, double relative_gap,
                                            const std::function<void(int)>& on_points) {
   const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
+  std::vector<BudgetCurvePoint> out;
+  if (relative_gap == 0.0) {  // exact: successive shortest paths (bench/results/budget_curve.md)
+    ShortestPathCurveOptions options;
+    options.on_budget = on_points;
+    for (const CurveOptimum& p : shortest_path_curve(gains, max_budget, options).points) {
+      out.push_back(BudgetCurvePoint{p.budget, p.value, p.upper_bound, ScheduleStatus::kOptimal});
+    }
+    return out;
+  }
   std::vector<int> budgets(static_cast<std::size_t>(max_budget));
   std::iota(budgets.begin(), budgets.end(), 1);
   ImplicitFlowOptions options;
@@ -25,7 +35,6 @@ std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budge
   options.step_mass = false;     // values only: Σ W_jj + Σ C_j(e_j) from the flow's arcs
   options.process_form = false;  // the schedules are not kept
   if (on_points) options.on_budget = [&on_points](std::size_t done) { on_points(static_cast<int>(done)); };
-  std::vector<BudgetCurvePoint> out;
   for (const ImplicitFlowResult& r : implicit_flow_optima(gains, budgets, options)) {
     out.push_back(BudgetCurvePoint{r.budget, r.summary.value, r.summary.upper_bound, r.summary.status});
   }

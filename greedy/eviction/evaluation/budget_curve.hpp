@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// The budget curve of one (layer, KV head): the exact offline optimum OPT(k) for every budget
-/// k = 1..K from one implicit_flow_optima call (implicit_flow.hpp: one simplex raised budget by
-/// budget), or, with a relative gap, a certified interval per budget. OPT(k) is nondecreasing and
-/// concave in k (min-cost flow in the amount of flow), which is what the curve shows.
+/// k = 1..K by successive shortest paths (shortest_path_curve.hpp), or, with a relative gap, a
+/// certified interval per budget from one implicit_flow_optima call (implicit_flow.hpp: one
+/// simplex raised budget by budget). OPT(k) is nondecreasing and concave in k (min-cost flow in
+/// the amount of flow), which is what the curve shows.
 
 #include <functional>
 #include <vector>

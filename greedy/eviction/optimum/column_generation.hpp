@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "greedy/eviction/optimum/implicit_flow.hpp"
@@ -58,6 +59,9 @@ struct TokenPrice {
   std::array<TokenArc, kMaxArcsPerToken> arc{};
   int found = 0;
   double lagrangian = 0.0;
+  /// A lower bound on the reduced costs of the token's arcs outside its restricted ones
+  /// (triangle_pricing.hpp, PricingKeep::least_other; else left at the largest value).
+  std::int64_t least_other = std::numeric_limits<std::int64_t>::max();
 };
 
 /// Prices the arc R_j → D_e with earnings `earned` (reduced cost integer_cost(shift − earned) +

@@ -11,61 +11,12 @@
 
 #include "core/input_error.hpp"
 #include "greedy/eviction/optimum/column_generation.hpp"
+#include "greedy/eviction/optimum/triangle_pricing.hpp"
 
 namespace subevict::greedy {
 namespace {
 
 using namespace column_generation;
-
-/// Pricing skips whole blocks of steps e ∈ [b·B, (b + 1)·B) when a bound shows that no arc in them
-/// can be added or lower a token's Lagrangian term (price_token).
-constexpr int kPricingBlock = 64;
-
-/// The scaled, shifted costs of one instance (ArcCosts) and per token the running sums C_j at the
-/// last step of every block after the one holding j + 1 (block_earned[block_offset[j] + m] ends
-/// block (j + 1)/B + 1 + m), the exact doubles a walk down the column reaches there.
-struct CostScale {
-  ArcCosts costs;
-  std::vector<std::size_t> block_offset;
-  std::vector<double> block_earned;
-};
-
-/// Blocks of steps 0..n − 1 (the last may be partial).
-int block_count(int n) { return (n + kPricingBlock - 1) / kPricingBlock; }
-
-/// The last step of block b (n − 1 for the last block).
-int block_end(int b, int n) { return std::min((b + 1) * kPricingBlock, n) - 1; }
-
-template <class Scalar>
-CostScale cost_scale(const TriangularGains<Scalar>& gains) {
-  const int n = gains.size();
-  const int blocks = block_count(n);
-  CostScale out;
-  std::vector<double> shift(n);
-  out.block_offset.resize(static_cast<std::size_t>(n) + 1, 0);
-  for (int j = 0; j < n; ++j) {
-    const int first = (j + 1) / kPricingBlock;  // the block walked step by step
-    out.block_offset[j + 1] = out.block_offset[j] + static_cast<std::size_t>(std::max(0, blocks - 1 - first));
-  }
-  out.block_earned.resize(out.block_offset[n]);
-  for (int j = 0; j < n; ++j) {
-    const Scalar* column = gains.column(j);
-    double earned = 0.0;
-    double* ends = out.block_earned.data() + out.block_offset[j];
-    const int first_skippable = (j + 1) / kPricingBlock + 1;
-    int next_end = first_skippable < blocks ? block_end(first_skippable, n) : -1;
-    for (int e = j + 1; e <= n - 1; ++e) {
-      earned += double(column[e - j]);
-      if (e == next_end) {
-        *ends++ = earned;
-        next_end = block_end(e / kPricingBlock + 1, n);
-      }
-    }
-    shift[j] = earned;
-  }
-  out.costs = arc_costs(std::move(shift));
-  return out;
-}
 
 /// Token j's Lagrangian term min_{e ∈ [j, n]} (y_e − C_j(e)) (C_j(n) = C_j(n − 1)).
 template <class Scalar>
@@ -79,78 +30,6 @@ double token_lagrangian(const TriangularGains<Scalar>& gains, int j, const std::
     term = std::min(term, y[e] - earned);
   }
   return std::min(term, y[n] - earned);
-}
-
-/// Per block of steps, the largest potential of its D nodes (pricing's block bound).
-std::vector<std::int64_t> block_max_potential(const std::vector<std::int64_t>& pot, int n) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(block_count(n)), std::numeric_limits<std::int64_t>::min());
-  for (int e = 0; e < n; ++e) out[e / kPricingBlock] = std::max(out[e / kPricingBlock], pot[e]);
-  return out;
-}
-
-/// Prices every arc R_j → D_e (e ∈ (j, n)) against the simplex's potentials (pot of D_0..D_n,
-/// pot_r of R_j; reduced cost = cost + pot_r − pot_e, in integers, exactly as the simplex forms
-/// it), keeping the `keep` most negative below 0, and evaluates token_lagrangian at y (= −pot /
-/// scale) in the same walk.
-///
-/// Exact with skipped blocks: C_j is nondecreasing in e (gains are ≥ 0 and rounding is monotone),
-/// so inside block b every arc's reduced cost is ≥ integer_cost(shift − C_j(end of b)) + pot_r −
-/// max_pot[b] and every term y_e − C_j(e) ≥ −max_pot[b] / scale − C_j(end of b). A block whose two
-/// bounds can neither add an arc nor lower the term (seeded with the token's restricted arcs, which
-/// at optimality attain it) is skipped, and the walk resumes from the stored C_j at its end. Each
-/// bound matters on its own: with a simplex's potentials the term bound is implied by the
-/// reduced-cost bound up to rounding (a token's tree arc has reduced cost 0 and seeds the term),
-/// but without the reduced-cost bound a block holding a violated arc is skipped once a more
-/// violated one was found, and the round adds fewer arcs. Counts every block's decision in blocks.
-template <class Scalar>
-TokenPrice price_token(const TriangularGains<Scalar>& gains, int j, const CostScale& scale,
-                       const std::vector<std::int64_t>& pot, const std::vector<std::int64_t>& max_pot,
-                       std::int64_t pot_r, const std::vector<double>& y, const std::vector<TokenArc>& restricted,
-                       int keep, PricingBlocks& blocks) {
-  const int n = gains.size();
-  const Scalar* column = gains.column(j);
-  const double shift = scale.costs.shift[j];
-  TokenPrice out;
-  double lagrangian = y[j];  // e = j: never cached, C_j(j) = 0
-  for (const TokenArc& a : restricted) lagrangian = std::min(lagrangian, y[a.e] - a.earned);
-  double earned = 0.0;
-  auto visit = [&](int e) {
-    earned += double(column[e - j]);
-    lagrangian = std::min(lagrangian, y[e] - earned);
-    price_arc(out, e, earned, shift, scale.costs.scale, pot_r, pot[e], keep);
-  };
-  const int first_block = (j + 1) / kPricingBlock;
-  const int walked_to = std::min(n - 1, (first_block + 1) * kPricingBlock - 1);
-  for (int e = j + 1; e <= walked_to; ++e) visit(e);
-  const double* ends = scale.block_earned.data() + scale.block_offset[j];
-  for (int b = first_block + 1; b < block_count(n); ++b, ++ends) {
-    const std::int64_t lowest_reduced = integer_cost(shift - *ends, scale.costs.scale) + pot_r - max_pot[b];
-    const std::int64_t wanted = out.found < keep ? 0 : out.reduced[out.found - 1];
-    const double lowest_term = -static_cast<double>(max_pot[b]) / scale.costs.scale - *ends;
-    const bool no_arc = lowest_reduced >= wanted;
-    const bool no_term = lowest_term >= lagrangian;
-    ++(no_arc ? (no_term ? blocks.skipped : blocks.walked_for_term)
-              : (no_term ? blocks.walked_for_reduced_cost : blocks.walked_for_both));
-    if (no_arc && no_term) {
-      earned = *ends;
-      continue;
-    }
-    const int last = block_end(b, n);
-    for (int e = b * kPricingBlock; e <= last; ++e) visit(e);
-  }
-  out.lagrangian = std::min(lagrangian, y[n] - earned);  // e = n earns C_j(n − 1)
-  return out;
-}
-
-/// The largest entry below the diagonal (nothing_cached's certificate).
-template <class Scalar>
-double largest_entry(const TriangularGains<Scalar>& gains) {
-  double w_max = 0.0;
-  for (int j = 0; j < gains.size(); ++j) {
-    const Scalar* column = gains.column(j);
-    for (int r = 1; r < gains.size() - j; ++r) w_max = std::max(w_max, double(column[r]));
-  }
-  return w_max;
 }
 
 /// The largest budget step, as a share of the current budget, taken by raising the flow of the
@@ -222,15 +101,7 @@ std::vector<ImplicitFlowResult> implicit_flow_optima(const TriangularGains<Scala
   const double diagonal = gains.diagonal_sum();
   const StepMass step_mass = [&](const std::vector<int>& last_step) { return schedule_step_mass(gains, last_step); };
   PricingBlocks pass_blocks;  // the last pricing pass's, reported with its round
-  const PriceAll price_all = [&](const PricingInput& in) {
-    const std::vector<std::int64_t> max_pot = block_max_potential(in.pot, gains.size());
-    std::vector<TokenPrice> prices(gains.size());
-    pass_blocks = {};
-    for (int j = 0; j < gains.size(); ++j) {
-      prices[j] = price_token(gains, j, scale, in.pot, max_pot, in.pot_r[j], in.y, in.arcs[j], in.keep, pass_blocks);
-    }
-    return prices;
-  };
+  const PriceAll price_all = price_every_token(gains, scale, &pass_blocks);
   ImplicitFlowOptions reporting = options;
   if (options.on_round) {
     reporting.on_round = [&](const ImplicitFlowRound& r) {
@@ -318,8 +189,8 @@ TokenPricing price_token(const TriangularGains<Scalar>& gains, int j, const std:
   std::vector<double> y(pot.size());
   for (std::size_t i = 0; i < pot.size(); ++i) y[i] = -static_cast<double>(pot[i]) / scale.costs.scale;
   TokenPricing out;
-  const TokenPrice price = subevict::greedy::price_token(gains, j, scale, pot, block_max_potential(pot, n), pot_r, y,
-                                                         arcs, keep, out.blocks);
+  const TokenPrice price = column_generation::price_token(gains, j, scale, pot, block_max_potential(pot, n), pot_r, y,
+                                                         arcs, PricingKeep{keep}, out.blocks);
   for (int a = 0; a < price.found; ++a) {
     out.steps.push_back(price.arc[a].e);
     out.reduced.push_back(price.reduced[a]);

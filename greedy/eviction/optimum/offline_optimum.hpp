@@ -32,13 +32,10 @@
 #include <Eigen/Core>
 #include <cstdint>
 
+#include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 
 namespace subevict::greedy {
-
-/// LEMON's network simplex pivot rules (lemon::NetworkSimplex::PivotRule); block search is
-/// LEMON's default and the fastest on these networks (bench/results/greedy_offline_optimum.md).
-enum class PivotRule { kBlockSearch, kFirstEligible, kBestEligible, kCandidateList, kAlteringList };
 
 struct OfflineOptimumOptions {
   /// The entering-arc rule of the network simplex.

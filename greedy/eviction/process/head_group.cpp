@@ -47,4 +47,12 @@ HeadGroup head_group(const Workload& workload, int layer, int kv_head) {
                    workload.score_scale(), layer, kv_head, workload.window(layer)};
 }
 
+HeadGroup first_tokens(const HeadGroup& group, int tokens) {
+  if (tokens <= 0 || tokens >= group.tokens()) return group;
+  const auto rows = [tokens](const ConstHeadMap& m) { return ConstHeadMap(m.data(), tokens, m.cols()); };
+  std::vector<ConstHeadMap> q;
+  for (const ConstHeadMap& m : group.q) q.push_back(rows(m));
+  return HeadGroup{std::move(q), rows(group.k), rows(group.v), group.scale, group.layer, group.kv_head, group.window};
+}
+
 }  // namespace subevict::greedy

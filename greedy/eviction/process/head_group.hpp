@@ -61,4 +61,9 @@ struct HeadGroup {
 /// std::out_of_range for a bad layer or KV head.
 [[nodiscard]] HeadGroup head_group(const Workload& workload, int layer, int kv_head);
 
+/// The group restricted to its first `tokens` tokens (views of the same storage: rows are
+/// contiguous), a group of its own since attention is causal; the group itself when tokens ≤ 0 or
+/// ≥ n.
+[[nodiscard]] HeadGroup first_tokens(const HeadGroup& group, int tokens);
+
 }  // namespace subevict::greedy
