@@ -28,6 +28,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_output.hpp"
 #include "cli/output_directory.hpp"
+#include "cli/share_run.hpp"
 #include "core/atomic_file.hpp"
 #include "core/generator.hpp"
 #include "core/index_set.hpp"
@@ -85,6 +86,10 @@ struct SimulateArgs {
   std::vector<std::string> decisions;  // recorded schedules (docs/eviction.md "Recorded decisions")
   bool decisions_to_process = false;
   bool schedules = false;
+  std::string share;        // "", "layer" or "model": adaptive budget rules (cli/share_run.hpp)
+  std::string share_rules;  // empty: the scope's default rules
+  std::string curves;       // a budget_curve.csv for --share's static optimum
+  double shared_seconds = 600.0;  // --share: the column generation's time limit
 };
 
 /// The recorded schedules of --decisions, evaluated at the main budget only.
@@ -664,6 +669,31 @@ void run_simulate(const SimulateArgs& args) {
   if (args.threads < 0) throw InputError("simulate", "--threads", "an integer >= 0", std::to_string(args.threads));
   if (args.horizon < 1) throw InputError("simulate", "--horizon", "an integer >= 1", std::to_string(args.horizon));
   const std::vector<greedy::PolicySpec> specs = greedy::parse_policy_list(args.policies, "simulate", "--policies", args.horizon);
+  std::vector<greedy::ShareRule> share_rules;
+  if (!args.share.empty()) {
+    if (args.share != "layer" && args.share != "model") {
+      throw InputError("simulate", "--share", "layer or model", args.share);
+    }
+    const auto refuse = [&](bool given, const std::string& option) {
+      if (given) throw InputError("simulate", option, "not given with --share (it runs one budget)", option);
+    };
+    refuse(!args.budgets.empty(), "--budgets");
+    refuse(args.budget_curve > 0, "--budget-curve");
+    refuse(!args.decisions.empty(), "--decisions");
+    refuse(args.schedules, "--schedules");
+    refuse(args.heads != "all", "--heads");
+    if (!(args.shared_seconds >= 0.0) || !std::isfinite(args.shared_seconds)) {
+      throw InputError("simulate", "--shared-seconds", "seconds >= 0 (0: no limit)",
+                       significant_digits(args.shared_seconds, 6));
+    }
+    share_rules = greedy::parse_share_rules(
+        args.share_rules.empty() ? (args.share == "model" ? "uniform,adakv,pyramidkv,duo" : "uniform,adakv,duo")
+                                 : args.share_rules,
+        "simulate", "--share-rules");
+  } else if (!args.share_rules.empty() || !args.curves.empty()) {
+    throw InputError("simulate", args.curves.empty() ? "--share-rules" : "--curves", "--share layer|model with it",
+                     "no --share");
+  }
   const kernels::Backend backend =
       args.backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args.backend);
   kernels::require_available(backend);
@@ -726,6 +756,23 @@ void run_simulate(const SimulateArgs& args) {
                      std::to_string(args.budget_curve));
   }
   check_stored_gains_limit(args, optimum, shape.tokens);
+  if (!args.share.empty()) {
+    ShareRequest request;
+    request.model = args.share == "model";
+    request.rules = share_rules;
+    request.scorers = specs;
+    request.budget = to_budget(main_budget).resolve(shape.tokens, 0);
+    request.budget_text = args.budget;
+    request.curves = args.curves;
+    request.shared_seconds = args.shared_seconds;
+    request.threads = args.threads == 0 ? int(std::max(1u, std::thread::hardware_concurrency())) : args.threads;
+    request.quiet = args.quiet;
+    request.seed = args.seed;
+    request.output = args.output;
+    request.json = args.json;
+    run_share(w, layers, request);
+    return;
+  }
   std::vector<std::pair<int, int>> heads;
   for (int l : layers)
     for (int h : kv) heads.emplace_back(l, h);
@@ -854,6 +901,18 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--decisions-to-process", args->decisions_to_process,
                 "Convert a recorded schedule that evicts before the cache is full or several tokens in one step to "
                 "the process form (keeps every token at least as long) instead of rejecting it");
+  cmd->add_option("--share", args->share,
+                  "layer or model: run adaptive budget rules (--share-rules) with each scorer of --policies on one "
+                  "cache per layer or for the whole model, against the uniform, static and shared optima");
+  cmd->add_option("--share-rules", args->share_rules,
+                  "uniform, adakv[:alpha_safeguard=A], pyramidkv[:window_size=W,beta=B] (model only), "
+                  "duo[:head_compression_ratio=R,sink_size=S,recent_size=N,calibration=C] (default: all the scope allows)");
+  cmd->add_option("--shared-seconds", args->shared_seconds,
+                  "With --share, where the shared optimum needs the column generation (the explicit network does not "
+                  "fit 8 GB): stop after the round past this many seconds with its certified interval (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--curves", args->curves,
+                  "With --share: read the static optimum's curves from this budget_curve.csv instead of computing them");
   cmd->add_flag("--schedules", args->schedules,
                 "Also write every policy's and the optimum's eviction schedule (schedule_*.npy) and each policy's "
                 "per-step overlap with the optimum's cache (overlap.csv and summary columns)");

@@ -330,6 +330,72 @@ class CliTest(unittest.TestCase):
             self.assert_one_line_error(run("allocate", bad, "--budget", "4", "-o", out), "bad.csv", needle)
         self.assertFalse(os.path.exists(out))
 
+    def share(self, out, scope, rules, *extra):
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "40", "--layers", "0-1", "--budget", "4",
+                "--share", scope, "--share-rules", rules, "--policies", "h2o,tova", "-o", out, *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "share.csv")) as f:
+            return r, list(csv.DictReader(f))
+
+    def test_share_orders_the_optima_and_a_floor_of_k_is_the_uniform_rule(self):
+        path, curves = self.budget_curves()
+        r, rows = self.share(self.path("layer"), "layer",
+                             "uniform,adakv,adakv:alpha_safeguard=1,duo:sink_size=1,recent_size=2")
+        g = 2  # tiny-gqa: two query heads per KV head; the curves are per query head
+        for layer in (0, 1):
+            mine = [row for row in rows if row["unit"] == f"layer {layer}"]
+            self.assertEqual(len(mine), 8)
+            uniform = g * sum(curves[(layer, h)][3] for h in (0, 1))
+            best = g * max(curves[(layer, 0)][a - 1] + curves[(layer, 1)][8 - a - 1] for a in range(1, 8))
+            for row in mine:
+                self.assertAlmostEqual(float(row["uniform_opt"]), uniform, delta=1e-9 * uniform)
+                self.assertAlmostEqual(float(row["static_opt"]), best, delta=1e-9 * best)
+                self.assertGreaterEqual(float(row["shared_opt"]), best * (1 - 1e-9))
+                self.assertLessEqual(float(row["over_shared"]), 1 + 1e-9)
+                self.assertEqual(int(row["total"]), 8)
+            # AdaKV with a floor of k keeps every head at k: the uniform rule, bit for bit.
+            for scorer in ("h2o", "tova"):
+                by_rule = {row["rule"]: row for row in mine if row["scorer"] == scorer}
+                self.assertEqual(by_rule["adakv:alpha_safeguard=1"]["retained"], by_rule["uniform"]["retained"])
+                self.assertEqual(by_rule["duo:sink_size=1,recent_size=2"]["slots"], "8")
+        self.assertIn("/shared OPT", r.stdout)
+        # The same optima from the curves on file.
+        _, again = self.share(self.path("again"), "layer", "uniform", "--curves", path)
+        for row in again:
+            match = [x for x in rows if x["unit"] == row["unit"] and x["rule"] == "uniform" and
+                     x["scorer"] == row["scorer"]][0]
+            for key in ("uniform_opt", "static_opt", "shared_opt", "retained"):
+                self.assertAlmostEqual(float(row[key]), float(match[key]), delta=1e-9 * float(match[key]))
+        # The whole model: PyramidKV's schedule (kvpress's window of 64 falls back to k; without a
+        # window, beta 2 gives layers 6 and 2), slots within the one cache of 16.
+        r, rows = self.share(self.path("model"), "model", "pyramidkv,pyramidkv:window_size=0,beta=2,adakv")
+        self.assertIn("fallback", r.stdout)
+        model = {(row["rule"], row["scorer"]): row for row in rows if row["unit"] == "model"}
+        self.assertEqual(model[("pyramidkv:window_size=0,beta=2", "h2o")]["slots"], "16")
+        self.assertLessEqual(int(model[("adakv", "tova")]["slots"]), 16)
+        for row in model.values():
+            self.assertGreaterEqual(float(row["shared_opt"]), float(row["static_opt"]) * (1 - 1e-9))
+            self.assertGreaterEqual(float(row["static_opt"]), float(row["uniform_opt"]) * (1 - 1e-9))
+
+    def test_share_refuses_bad_input_naming_it(self):
+        out = self.path("s")
+        base = ("simulate", "--preset", "tiny-gqa", "--tokens", "40", "--layers", "0-1", "-o", out)
+        h2o = ("--budget", "4", "--policies", "h2o")
+        self.assert_one_line_error(run(*base, *h2o, "--share", "head"), "--share", "head")
+        self.assert_one_line_error(run(*base, *h2o, "--share", "layer", "--share-rules", "pyramidkv"),
+                                   "pyramidkv", "--share model")
+        self.assert_one_line_error(run(*base, *h2o, "--share-rules", "adakv"), "--share-rules")
+        self.assert_one_line_error(run(*base, "--budget", "4", "--share", "layer", "--policies", "random"),
+                                   "random", "rank")
+        self.assert_one_line_error(run(*base, *h2o, "--share", "layer", "--budgets", "0.2"), "--budgets")
+        self.assert_one_line_error(run(*base, *h2o, "--share", "layer", "--share-rules", "adakv:alpha=2"),
+                                   "alpha_safeguard")
+        self.assert_one_line_error(run(*base, *h2o, "--share", "layer", "--share-rules", "duo"), "duo",
+                                   "full heads")
+        self.assert_one_line_error(run(*base, "--share", "model", "--policies", "snapkv", "--budget", "10",
+                                       "--share-rules", "pyramidkv:window_size=0,beta=20"), "layer 1", "snapkv")
+        self.assertFalse(os.path.exists(out))
+
     def test_fit_rejects_bad_input_before_any_work(self):
         real = self.path("real.safetensors")
         self.generate(real)

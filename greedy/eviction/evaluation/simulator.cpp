@@ -12,10 +12,9 @@
 #include <string>
 
 #include "core/attention.hpp"
-#include "core/cached_scores.hpp"
 #include "core/exact_attention_rows.hpp"
 #include "core/input_error.hpp"
-#include "core/weighted_rows.hpp"
+#include "greedy/eviction/evaluation/streaming_head.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 
@@ -31,49 +30,6 @@ void validate_options(const SimulationOptions& options, int n) {
 [[noreturn]] void contract_error(const EvictionPolicy& policy, int step, const std::string& what) {
   throw std::logic_error("eviction policy " + policy.name() + " at step " + std::to_string(step) + ": " + what);
 }
-
-/// The cache G_i as dense arrays: entries 0..size−1 hold tokens, their keys (scaled queries' dot
-/// partners) and values in double, and both as given (float, for the AVX2 path, which reads half
-/// the bytes); removal moves the last entry into the hole.
-struct DenseCache {
-  std::vector<Token> tokens;
-  RowMatrixd keys, values;
-  RowMatrixf float_keys_t, float_values;  // keys transposed: d x capacity
-  int size = 0;
-
-  DenseCache(int capacity, int d)
-      : tokens(std::size_t(capacity)), keys(capacity, d), values(capacity, d), float_keys_t(d, capacity),
-        float_values(capacity, d) {}
-  void push(const HeadGroup& in, Token t) {
-    tokens[std::size_t(size)] = t;
-    keys.row(size) = in.k.row(t).cast<double>();
-    values.row(size) = in.v.row(t).cast<double>();
-    float_keys_t.col(size) = in.k.row(t).transpose();
-    float_values.row(size) = in.v.row(t);
-    ++size;
-  }
-  /// Removes token t; returns false when t is not an entry.
-  bool remove(Token t) {
-    const auto end = tokens.begin() + size;
-    const auto it = std::find(tokens.begin(), end, t);
-    if (it == end) return false;
-    const int e = int(it - tokens.begin()), last = size - 1;
-    if (e != last) {
-      tokens[std::size_t(e)] = tokens[std::size_t(last)];
-      keys.row(e) = keys.row(last);
-      values.row(e) = values.row(last);
-      float_keys_t.col(e) = float_keys_t.col(last);
-      float_values.row(e) = float_values.row(last);
-    }
-    --size;
-    return true;
-  }
-  [[nodiscard]] std::vector<Token> sorted() const {
-    std::vector<Token> s(tokens.begin(), tokens.begin() + size);
-    std::sort(s.begin(), s.end());
-    return s;
-  }
-};
 
 }  // namespace
 
@@ -154,33 +110,15 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
   const bool prefill = options.prefill > k;
   const int start = prefill ? options.prefill : 0;
 
-  Trace trace;
-  trace.policy = policy.name();
-  trace.oracle = policy.is_oracle();
-  trace.layer = input.layer;
-  trace.kv_head = input.kv_head;
-  trace.tokens = n;
-  trace.heads = g;
-  trace.budget = k;
-  trace.prefill = options.prefill;
-  trace.window = input.window;
-  trace.steps.resize(std::size_t(n));
   const bool metrics = options.compute_metrics;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (metrics) {
-    trace.head_retained_mass.assign(std::size_t(n) * g, 1.0);
-    trace.head_output_error.assign(std::size_t(n) * g, 0.0);
-  }
+  Trace trace = empty_trace(input, policy, k, options.prefill, metrics);
   if (options.record_cache) trace.cache.resize(std::size_t(n));
 
   using Clock = std::chrono::steady_clock;
-  // The path of the tracked outputs (metrics) and of the scores (core/cached_scores.hpp: the same
-  // bits on every path, so the decisions never depend on it).
-  const CpuPath path = active_cpu_path();
   const int capacity = std::min(k, n) + 1;  // |G_i| ≤ min(k + 1, i + 1)
-  DenseCache cache(capacity, d);
+  StreamingHead head(input, capacity, metrics, exact, options.aggregation, trace);
   const auto t1 = Clock::now();
-  bool evicted_any = false;
   // Prefill steps attend over the whole prefix (r = 1, error 0); then the prefill rule compresses.
   for (int i = 0; i < start; ++i) {
     trace.steps[std::size_t(i)] = {i, metrics ? 1.0 : nan, metrics ? 0.0 : nan, metrics ? 0.0 : nan, kNoEviction};
@@ -200,99 +138,29 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
     std::size_t next = 0;
     for (Token t = 0; t < options.prefill; ++t) {
       if (next < kept.size() && kept[next] == t) {
-        cache.push(input, t);
+        head.admit(t);
         ++next;
       } else {
         trace.prefill_evicted.push_back(t);
       }
     }
-    evicted_any = !trace.prefill_evicted.empty();
-    for (Token t = 0; t < first_visible_key(start, input.window); ++t) cache.remove(t);  // left the window
-    if (options.record_cache) trace.cache[std::size_t(start - 1)] = cache.sorted();
+    if (!trace.prefill_evicted.empty()) head.mark_loss();
+    for (Token t = 0; t < first_visible_key(start, input.window); ++t) head.drop(t);  // left the window
+    if (options.record_cache) trace.cache[std::size_t(start - 1)] = head.sorted();
   }
 
-  Eigen::MatrixXd queries(d, g), logits(capacity, g), outputs(d, g);
-  std::vector<double> attention(static_cast<std::size_t>(capacity) * g),
-      aggregated(static_cast<std::size_t>(capacity)), group(static_cast<std::size_t>(g)),
-      head_max(static_cast<std::size_t>(g)), head_sum(static_cast<std::size_t>(g));
-
   for (int i = start; i < n; ++i) {
-    const bool full = cache.size == k;
-    cache.push(input, i);
-    const int m = cache.size;
-    for (int h = 0; h < g; ++h) queries.col(h) = input.scale * input.q[std::size_t(h)].row(i).transpose().cast<double>();
-    if (path == CpuPath::kAvx2Fma && g == 1) {  // the same scores bit for bit, from the float keys
-      cached_scores(cache.float_keys_t.leftCols(m), queries.col(0), logits.col(0).head(m), path);
-    } else {
-      logits.topRows(m).noalias() = cache.keys.topRows(m) * queries;
-    }
-    for (int h = 0; h < g; ++h) {
-      Eigen::Map<Eigen::ArrayXd> row(attention.data() + std::size_t(h) * m, m);
-      const double top = logits.col(h).head(m).maxCoeff();
-      row = underflow_exp(logits.col(h).head(m).array() - top);
-      const double sum = row.sum();
-      row /= sum;
-      head_max[std::size_t(h)] = top;
-      head_sum[std::size_t(h)] = sum;
-    }
-    std::span<const double> agg(attention.data(), std::size_t(m));
-    if (g > 1) {
-      for (int e = 0; e < m; ++e) {
-        for (int h = 0; h < g; ++h) group[std::size_t(h)] = attention[std::size_t(h) * m + e];
-        aggregated[std::size_t(e)] = policies::aggregate(options.aggregation, group);
-      }
-      agg = std::span<const double>(aggregated.data(), std::size_t(m));
-    }
-
-    StepRecord& record = trace.steps[std::size_t(i)];
-    record.step = i;
-    if (metrics) {
-      double mass = 0.0, error = 0.0;
-      if (evicted_any) {
-        const Eigen::Map<const Eigen::MatrixXd> weights(attention.data(), m, g);
-        if (path == CpuPath::kPortable) {
-          outputs.noalias() = cache.values.topRows(m).transpose() * weights;
-        } else {
-          weighted_rows(cache.float_values.topRows(m), weights, outputs, path);
-        }
-      }
-      for (int h = 0; h < g; ++h) {
-        double r = 1.0, err = 0.0;
-        if (evicted_any) {
-          const ExactRows& ex = exact[std::size_t(h)];
-          r = std::min(1.0, std::exp(head_max[std::size_t(h)] - ex.log_normalizer[std::size_t(i)]) *
-                                head_sum[std::size_t(h)]);
-          const double norm = ex.output.row(i).norm();
-          const double diff = (ex.output.row(i).transpose() - outputs.col(h)).norm();
-          err = norm > 0.0 ? diff / norm : diff;
-        }
-        trace.head_retained_mass[std::size_t(i) * g + h] = r;
-        trace.head_output_error[std::size_t(i) * g + h] = err;
-        mass += r;
-        error += err;
-      }
-      record.retained_mass = mass / g;
-      record.total_variation = 1.0 - record.retained_mass;
-      record.output_error = error / g;
-    } else {
-      record.retained_mass = record.total_variation = record.output_error = nan;
-    }
-
-    const StepView view{i, full, std::span<const Token>(cache.tokens.data(), std::size_t(m)), agg,
-                        std::span<const double>(attention.data(), std::size_t(m) * g), g};
+    const bool full = head.size() == k;
+    const StepView view = head.arrive(i, full);
     const Token evicted = policy.step(view);
     if (!full) {
       if (evicted != kNoEviction) contract_error(policy, i, "evicted while the cache was not full");
-    } else {
-      if (evicted == kNoEviction || !cache.remove(evicted)) {
-        contract_error(policy, i, "a full step must evict one member of G_i, got " + std::to_string(evicted));
-      }
-      evicted_any = true;
+    } else if (evicted == kNoEviction || !head.evict(evicted)) {
+      contract_error(policy, i, "a full step must evict one member of G_i, got " + std::to_string(evicted));
     }
-    record.evicted = evicted;
-    // The token step i + 1 no longer sees leaves the cache (sliding window); not an eviction.
-    if (input.window > 0 && i + 1 - input.window >= 0) cache.remove(i + 1 - input.window);
-    if (options.record_cache) trace.cache[std::size_t(i)] = cache.sorted();
+    trace.steps[std::size_t(i)].evicted = evicted;
+    head.leave_window(i);  // the token step i + 1 no longer sees leaves the cache; not an eviction
+    if (options.record_cache) trace.cache[std::size_t(i)] = head.sorted();
   }
   trace.step_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return trace;

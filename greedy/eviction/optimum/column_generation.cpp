@@ -28,10 +28,12 @@ ArcCosts arc_costs(std::vector<double> shift) {
   return out;
 }
 
-double upper_bound_from(double diagonal, int n, int k, const std::vector<double>& y, double token_terms) {
-  double dual = token_terms + (k - 1) * y[0] - k * y[n];
-  for (int i = 1; i < n; ++i) dual -= y[i];
-  for (int i = 0; i < n; ++i) dual += k * std::min(0.0, y[i + 1] - y[i]);
+double upper_bound_from(double diagonal, int n, long long k, const std::vector<double>& y, double token_terms,
+                        int heads) {
+  const double total = double(k), h = double(heads);
+  double dual = token_terms + (total - h) * y[0] - total * y[n];
+  for (int i = 1; i < n; ++i) dual -= h * y[i];
+  for (int i = 0; i < n; ++i) dual += total * std::min(0.0, y[i + 1] - y[i]);
   return diagonal - dual;
 }
 

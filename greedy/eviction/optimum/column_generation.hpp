@@ -86,8 +86,11 @@ inline void price_arc(TokenPrice& out, int e, double earned, double shift, doubl
   out.arc[slot] = TokenArc{e, earned, shift - earned};
 }
 
-/// The certificate's bound (implicit_flow.hpp) from Σ_j W_jj, the per-token terms and y_0..y_n.
-[[nodiscard]] double upper_bound_from(double diagonal, int n, int k, const std::vector<double>& y, double token_terms);
+/// The certificate's bound (implicit_flow.hpp) from Σ_j W_jj, the per-token terms and y_0..y_n,
+/// for a cache of k entries shared by `heads` heads whose tokens arrive in lockstep
+/// (shared_optimum.hpp: b_0 = k − H, b_i = −H for 0 < i < n, b_n = −k; one head is H = 1).
+[[nodiscard]] double upper_bound_from(double diagonal, int n, long long k, const std::vector<double>& y,
+                                      double token_terms, int heads = 1);
 
 /// Throws InputError naming kSource for options outside their documented ranges.
 void validate_options(const ImplicitFlowOptions& options);

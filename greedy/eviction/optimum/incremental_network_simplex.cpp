@@ -8,37 +8,38 @@
 
 namespace subevict::greedy {
 
-IncrementalNetworkSimplex::IncrementalNetworkSimplex(int n, int k,
-                                                     const std::vector<std::int64_t>& never_cached_cost)
-    : n_(n), k_(k) {
-  if (n < 1 || k < 1 || k > n || static_cast<int>(never_cached_cost.size()) != n) {
-    throw std::invalid_argument("IncrementalNetworkSimplex: needs 1 <= k <= n and n costs (n = " +
-                                std::to_string(n) + ", k = " + std::to_string(k) + ")");
+IncrementalNetworkSimplex::IncrementalNetworkSimplex(int n, int k, const std::vector<std::int64_t>& never_cached_cost,
+                                                     int heads)
+    : n_(n), k_(k), tokens_(heads * n) {
+  if (n < 1 || heads < 1 || k < 1 || k > tokens_ || static_cast<int>(never_cached_cost.size()) != tokens_) {
+    throw std::invalid_argument("IncrementalNetworkSimplex: needs 1 <= k <= H n and H n costs (n = " +
+                                std::to_string(n) + ", H = " + std::to_string(heads) + ", k = " + std::to_string(k) +
+                                ")");
   }
-  const int nodes = 2 * n + 1;
-  const auto reserve = static_cast<std::size_t>(4) * static_cast<std::size_t>(n);
+  const int nodes = tokens_ + n + 1, d0 = tokens_;
+  const auto reserve = static_cast<std::size_t>(4) * static_cast<std::size_t>(tokens_);
   for (auto* v : {&source_, &target_, &capacity_, &flow_}) v->reserve(reserve);
   cost_.reserve(reserve);
   state_.reserve(reserve);
-  for (int i = 0; i < n; ++i) {  // backbone D_i → D_{i+1}, carrying k (capacity n: never binds)
-    source_.push_back(n + i);
-    target_.push_back(n + i + 1);
-    capacity_.push_back(n);
+  for (int i = 0; i < n; ++i) {  // backbone D_i → D_{i+1}, carrying k (capacity H n: never binds)
+    source_.push_back(d0 + i);
+    target_.push_back(d0 + i + 1);
+    capacity_.push_back(tokens_);
     flow_.push_back(k);
     cost_.push_back(0);
     state_.push_back(kTree);
   }
-  for (int j = 0; j < n; ++j) {  // never cached: R_j → D_j, carrying token j
-    if (std::abs(never_cached_cost[j]) > max_cost()) {
-      throw std::invalid_argument("IncrementalNetworkSimplex: never_cached_cost[" + std::to_string(j) + "] = " +
-                                  std::to_string(never_cached_cost[j]) + " is outside +-" +
+  for (int r = 0; r < tokens_; ++r) {  // never cached: R_r → D_j (j = r mod n), carrying token r
+    if (std::abs(never_cached_cost[r]) > max_cost()) {
+      throw std::invalid_argument("IncrementalNetworkSimplex: never_cached_cost[" + std::to_string(r) + "] = " +
+                                  std::to_string(never_cached_cost[r]) + " is outside +-" +
                                   std::to_string(max_cost()) + " (2^60 / (2n + 1) + 1)");
     }
-    source_.push_back(j);
-    target_.push_back(n + j);
+    source_.push_back(r);
+    target_.push_back(d0 + r % n);
     capacity_.push_back(1);
     flow_.push_back(1);
-    cost_.push_back(never_cached_cost[j]);
+    cost_.push_back(never_cached_cost[r]);
     state_.push_back(kTree);
   }
   parent_.assign(nodes, -1);
@@ -47,32 +48,33 @@ IncrementalNetworkSimplex::IncrementalNetworkSimplex(int n, int k,
   children_.assign(nodes, {});
   potential_.assign(nodes, 0);
   for (int i = 0; i < n; ++i) {  // D_i hangs below D_{i+1}; potentials 0 (backbone costs 0)
-    parent_[n + i] = n + i + 1;
-    parent_arc_[n + i] = i;
-    depth_[n + i] = n - i;
-    children_[n + i + 1].push_back(n + i);
+    parent_[d0 + i] = d0 + i + 1;
+    parent_arc_[d0 + i] = i;
+    depth_[d0 + i] = n - i;
+    children_[d0 + i + 1].push_back(d0 + i);
   }
-  for (int j = 0; j < n; ++j) {  // R_j hangs below D_j: 0 = c + π(R_j) − π(D_j)
-    parent_[j] = n + j;
-    parent_arc_[j] = n + j;
-    depth_[j] = n - j + 1;
-    children_[n + j].push_back(j);
-    potential_[j] = -never_cached_cost[j];
+  for (int r = 0; r < tokens_; ++r) {  // R_r hangs below D_j: 0 = c + π(R_r) − π(D_j)
+    const int j = r % n;
+    parent_[r] = d0 + j;
+    parent_arc_[r] = n + r;
+    depth_[r] = n - j + 1;
+    children_[d0 + j].push_back(r);
+    potential_[r] = -never_cached_cost[r];
   }
 }
 
-int IncrementalNetworkSimplex::add_arc(int j, int e, std::int64_t cost) {
-  if (j < 0 || j >= n_ || e <= j || e > n_) {
-    throw std::invalid_argument("IncrementalNetworkSimplex::add_arc: bad arc R_" + std::to_string(j) +
+int IncrementalNetworkSimplex::add_arc(int r, int e, std::int64_t cost) {
+  if (r < 0 || r >= tokens_ || e <= r % n_ || e > n_) {
+    throw std::invalid_argument("IncrementalNetworkSimplex::add_arc: bad arc R_" + std::to_string(r) +
                                 " -> D_" + std::to_string(e));
   }
   if (std::abs(cost) > max_cost()) {
     throw std::invalid_argument("IncrementalNetworkSimplex::add_arc: cost " + std::to_string(cost) + " of R_" +
-                                std::to_string(j) + " -> D_" + std::to_string(e) + " is outside +-" +
+                                std::to_string(r) + " -> D_" + std::to_string(e) + " is outside +-" +
                                 std::to_string(max_cost()) + " (2^60 / (2n + 1) + 1)");
   }
-  source_.push_back(j);
-  target_.push_back(n_ + e);
+  source_.push_back(r);
+  target_.push_back(tokens_ + e);
   capacity_.push_back(1);
   flow_.push_back(0);
   cost_.push_back(cost);
@@ -81,12 +83,12 @@ int IncrementalNetworkSimplex::add_arc(int j, int e, std::int64_t cost) {
 }
 
 void IncrementalNetworkSimplex::increase_budget(int by) {
-  if (by < 1 || by > n_ - k_) {
+  if (by < 1 || by > tokens_ - k_) {
     throw std::invalid_argument("IncrementalNetworkSimplex::increase_budget: budget " + std::to_string(k_) +
-                                " + " + std::to_string(by) + " outside [1, n = " + std::to_string(n_) + "]");
+                                " + " + std::to_string(by) + " outside [1, H n = " + std::to_string(tokens_) + "]");
   }
-  source_.push_back(n_);
-  target_.push_back(2 * n_);
+  source_.push_back(tokens_);
+  target_.push_back(tokens_ + n_);
   capacity_.push_back(by);
   flow_.push_back(by);
   cost_.push_back(0);
@@ -234,9 +236,9 @@ std::uint64_t IncrementalNetworkSimplex::solve() {
 }
 
 std::vector<int> IncrementalNetworkSimplex::chosen_steps() const {
-  std::vector<int> step(static_cast<std::size_t>(n_), -1);
+  std::vector<int> step(static_cast<std::size_t>(tokens_), -1);
   for (std::size_t arc = static_cast<std::size_t>(n_); arc < source_.size(); ++arc) {
-    if (source_[arc] < n_ && flow_[arc] == 1) step[static_cast<std::size_t>(source_[arc])] = target_[arc] - n_;
+    if (source_[arc] < tokens_ && flow_[arc] == 1) step[static_cast<std::size_t>(source_[arc])] = target_[arc] - tokens_;
   }
   return step;
 }

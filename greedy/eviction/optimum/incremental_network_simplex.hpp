@@ -13,6 +13,10 @@
 /// add_arc. Costs are integers (the caller rounds them), so every potential and reduced cost is
 /// exact.
 ///
+/// With H heads sharing the cache (shared_optimum.hpp), token j of head h is R_r, r = h n + j
+/// (node r), D_i is node H n + i (supplies k − H, −H, −k), the backbone's capacity is H n and the
+/// never-cached arc of R_r ends at D_{r mod n}; H = 1 is the network above.
+///
 /// The starting basis is the schedule that caches nothing: every never-cached arc carries its
 /// token, the backbone carries k, and the spanning tree is exactly those 2n arcs, rooted at D_n
 /// (strongly feasible: every tree arc at capacity points toward the root). Pivots keep the tree
@@ -26,21 +30,22 @@ namespace subevict::greedy {
 
 class IncrementalNetworkSimplex {
  public:
-  /// n tokens, budget k with 1 ≤ k ≤ n, never_cached_cost[j] the cost of R_j → D_j.
-  /// Precondition (std::invalid_argument otherwise, naming the cost): costs have n entries, each
-  /// |cost| ≤ max_cost() = ⌊2^60 / (2n + 1)⌋ + 1 (flow_cost_exponent's scale at 60 bits, plus
-  /// rounding), so that potentials and reduced costs, sums of at most 2n + 1 costs, fit in 64 bits.
-  IncrementalNetworkSimplex(int n, int k, const std::vector<std::int64_t>& never_cached_cost);
+  /// n steps, H = `heads` ≥ 1 heads, budget k with 1 ≤ k ≤ H n, never_cached_cost[r] the cost of
+  /// R_r → D_{r mod n}. Precondition (std::invalid_argument otherwise, naming the cost): costs
+  /// have H n entries, each |cost| ≤ max_cost() = ⌊2^60 / (2n + 1)⌋ + 1 (flow_cost_exponent's
+  /// scale at 60 bits, plus rounding), so that potentials and reduced costs, sums of at most
+  /// 2n + 1 costs along the tree (its depth is at most n + 1), fit in 64 bits.
+  IncrementalNetworkSimplex(int n, int k, const std::vector<std::int64_t>& never_cached_cost, int heads = 1);
 
-  /// Adds the token arc R_j → D_e (j < e ≤ n) with the given integer cost (|cost| ≤ max_cost(),
-  /// else std::invalid_argument) at flow 0; returns its
+  /// Adds the token arc R_r → D_e (r mod n < e ≤ n) with the given integer cost (|cost| ≤
+  /// max_cost(), else std::invalid_argument) at flow 0; returns its
   /// id. The current basis stays feasible; its optimality is restored by the next solve().
-  int add_arc(int j, int e, std::int64_t cost);
+  int add_arc(int r, int e, std::int64_t cost);
 
   /// The largest |cost| accepted: ⌊2^60 / (2n + 1)⌋ + 1.
   [[nodiscard]] std::int64_t max_cost() const { return (std::int64_t{1} << 60) / (2 * std::int64_t{n_} + 1) + 1; }
 
-  /// Raises the budget from k to k + by (1 ≤ by, k + by ≤ n, else std::invalid_argument): the
+  /// Raises the budget from k to k + by (1 ≤ by, k + by ≤ H n, else std::invalid_argument): the
   /// extra supply at D_0 and demand at D_n are carried by a new arc D_0 → D_n (cost 0, capacity
   /// and flow `by`, at its upper bound, outside the tree), so the basis stays feasible and strongly
   /// feasible and the potentials stay valid; the next solve() moves the new units wherever they
@@ -53,7 +58,7 @@ class IncrementalNetworkSimplex {
   /// Pivots to an optimal basis; returns the number of pivots.
   std::uint64_t solve();
 
-  /// Per token j, the step e of the arc carrying it (e = j: never cached). O(arcs).
+  /// Per token r (H n of them), the step e of the arc carrying it (e = r mod n: never cached). O(arcs).
   [[nodiscard]] std::vector<int> chosen_steps() const;
 
   /// The potential π of a node (reduced cost of u → v is cost + π(u) − π(v); at optimality ≥ 0 on
@@ -75,12 +80,12 @@ class IncrementalNetworkSimplex {
   void pivot(int entering);
   void detach_child(int parent, int child);
 
-  int n_ = 0, k_ = 0;
-  // Arcs: backbone i (0 ≤ i < n) is arc i, never-cached arc of token j is arc n + j, then added arcs.
+  int n_ = 0, k_ = 0, tokens_ = 0;  // tokens_ = H n
+  // Arcs: backbone i (0 ≤ i < n) is arc i, never-cached arc of token r is arc n + r, then added arcs.
   std::vector<int> source_, target_, capacity_, flow_;
   std::vector<std::int64_t> cost_;
   std::vector<State> state_;
-  // Spanning tree over 2n + 1 nodes rooted at D_n: parent node, arc to the parent, depth, children.
+  // Spanning tree over H n + n + 1 nodes rooted at D_n: parent node, arc to the parent, depth, children.
   std::vector<int> parent_, parent_arc_, depth_;
   std::vector<std::vector<int>> children_;
   std::vector<std::int64_t> potential_;

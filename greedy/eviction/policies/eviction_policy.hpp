@@ -81,6 +81,18 @@ class EvictionPolicy {
   /// One streaming step (called for every step i ≥ P in order, full or not, so accumulators see
   /// every query). Returns the evicted member of view.tokens when view.full, else kNoEviction.
   [[nodiscard]] virtual Token step(const StepView& view) = 0;
+
+  /// True when the policy's choice is "evict the eligible member with the smallest key" and it can
+  /// therefore hand its keys to a cache shared with other heads (rank()).
+  [[nodiscard]] virtual bool ranks() const { return false; }
+
+  /// The shared-cache form of step() (greedy/eviction/evaluation/shared_simulator.hpp): observes
+  /// the view exactly as step() does and, when view.full, writes into keys[e] the key of member
+  /// view.tokens[e] (+infinity for a member the policy never evicts), so that the caller may evict
+  /// any number of members (none, one or several) in the order (key, token) it would evict them;
+  /// keys is left unread when !view.full. keys.size() == view.tokens.size(). Throws
+  /// std::logic_error for a policy that does not rank (ranks() false).
+  virtual void rank(const StepView& view, std::span<double> keys);
 };
 
 }  // namespace subevict::greedy

@@ -2,10 +2,20 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 #include "core/attention.hpp"
 #include "core/input_error.hpp"
+
+namespace subevict::greedy {
+
+void EvictionPolicy::rank(const StepView&, std::span<double>) {
+  throw std::logic_error("eviction policy " + name() +
+                         " does not rank its members (it cannot share a cache with other heads)");
+}
+
+}  // namespace subevict::greedy
 
 namespace subevict::greedy::policies {
 

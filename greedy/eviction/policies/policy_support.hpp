@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <algorithm>
 #include <span>
 #include <vector>
@@ -74,6 +75,15 @@ class RankedPolicy : public EvictionPolicy {
     if (!view.full) return kNoEviction;
     return evict_min(view.tokens, [&](Token t) { return self().key(view.step, t); },
                      [&](Token t) { return self().eligible(view.step, t); });
+  }
+  [[nodiscard]] bool ranks() const override { return true; }
+  void rank(const StepView& view, std::span<double> keys) override {
+    self().observe(view);
+    if (!view.full) return;
+    for (std::size_t e = 0; e < view.tokens.size(); ++e) {
+      const Token t = view.tokens[e];
+      keys[e] = self().eligible(view.step, t) ? self().key(view.step, t) : std::numeric_limits<double>::infinity();
+    }
   }
 
  protected:

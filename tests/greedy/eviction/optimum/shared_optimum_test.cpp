@@ -15,7 +15,9 @@
 #include "greedy/eviction/evaluation/budget_allocation.hpp"
 #include "greedy/eviction/optimum/cache_dp.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/shared_columns.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
+#include "greedy/eviction/process/triangular_gains.hpp"
 #include "tests/greedy/attention_instances.hpp"
 
 namespace subevict::greedy {
@@ -136,6 +138,81 @@ TEST(SharedOptimum, RefusesBadInputNamingIt) {
   Eigen::MatrixXd upper = Eigen::MatrixXd::Identity(3, 3);
   upper(0, 2) = 0.5;
   EXPECT_THROW((void)shared_optimum(std::vector<Eigen::MatrixXd>{upper}, 1), InputError);
+}
+
+}  // namespace
+}  // namespace subevict::greedy
+
+namespace subevict::greedy {
+namespace {
+
+std::vector<TriangularGains<double>> stored(const std::vector<Eigen::MatrixXd>& gains) {
+  std::vector<TriangularGains<double>> out;
+  for (const auto& g : gains) out.push_back(TriangularGains<double>::from_dense(g, "test"));
+  return out;
+}
+
+std::vector<const TriangularGains<double>*> pointers(const std::vector<TriangularGains<double>>& gains) {
+  std::vector<const TriangularGains<double>*> out;
+  for (const auto& g : gains) out.push_back(&g);
+  return out;
+}
+
+RC_GTEST_PROP(SharedColumns, EqualsTheExplicitNetworkAndCertifiesIt, ()) {
+  const int heads = *rc::gen::inRange(1, 5);
+  const int n = *rc::gen::inRange(1, 40);
+  const long long total = *rc::gen::inRange<long long>(0, heads * n + 2);
+  std::vector<Eigen::MatrixXd> gains;
+  for (int h = 0; h < heads; ++h) gains.push_back(testing::random_attention(n, 200));
+  const auto triangles = stored(gains);
+  SharedColumnOptions options;
+  options.arcs_per_token = *rc::gen::inRange(2, 5);
+  const SharedOptimum got = shared_optimum_columns(pointers(triangles), total, options);
+  const SharedOptimum want = shared_optimum(gains, total);
+  RC_ASSERT(got.status == ScheduleStatus::kOptimal);
+  const double tolerance = 1e-9 * std::max(1.0, want.value);
+  RC_ASSERT(std::abs(got.value - want.value) <= tolerance);
+  RC_ASSERT(got.upper_bound >= want.value - tolerance);
+  RC_ASSERT(got.upper_bound - got.value <= tolerance);
+  double recomputed = 0.0;
+  for (int h = 0; h < heads; ++h) recomputed += schedule_value(gains[h], got.last_step[h]);
+  RC_ASSERT(std::abs(recomputed - got.value) <= tolerance);
+  for (int i = 0; i < n; ++i) RC_ASSERT(got.occupancy.row(i).sum() <= total);
+}
+
+RC_GTEST_PROP(SharedColumns, StopsAtTheRequestedGapWithABoundThatHolds, ()) {
+  const int heads = *rc::gen::inRange(2, 5);
+  const int n = *rc::gen::inRange(20, 60);
+  const long long total = *rc::gen::inRange<long long>(1, heads * n / 4 + 2);
+  std::vector<Eigen::MatrixXd> gains;
+  for (int h = 0; h < heads; ++h) gains.push_back(testing::random_attention(n, 0));
+  const auto triangles = stored(gains);
+  SharedColumnOptions options;
+  options.relative_gap = 0.05;
+  int rounds = 0;
+  options.on_round = [&](const SharedColumnRound& r) { rounds = r.round; };
+  const SharedOptimum got = shared_optimum_columns(pointers(triangles), total, options);
+  const double exact = shared_optimum(gains, total).value;
+  RC_ASSERT(rounds >= 1);
+  RC_ASSERT(got.value <= exact + 1e-9 * exact);
+  RC_ASSERT(got.upper_bound >= exact - 1e-9 * exact);
+  RC_ASSERT(got.upper_bound - got.value <= 0.05 * got.upper_bound + 1e-9 * exact);
+}
+
+TEST(SharedColumns, RefusesBadInput) {
+  const Eigen::MatrixXd five = Eigen::MatrixXd(Eigen::MatrixXd::Constant(5, 5, 0.2).triangularView<Eigen::Lower>());
+  const Eigen::MatrixXd six = Eigen::MatrixXd(Eigen::MatrixXd::Constant(6, 6, 0.2).triangularView<Eigen::Lower>());
+  const auto triangles = stored({five, six});
+  EXPECT_THROW((void)shared_optimum_columns({}, 3), InputError);
+  EXPECT_THROW((void)shared_optimum_columns(pointers(triangles), 3), InputError);  // sizes differ
+  const auto one = stored({five});
+  EXPECT_THROW((void)shared_optimum_columns(pointers(one), -1), InputError);
+  SharedColumnOptions options;
+  options.arcs_per_token = 1;
+  EXPECT_THROW((void)shared_optimum_columns(pointers(one), 3, options), InputError);
+  options = {};
+  options.relative_gap = -1;
+  EXPECT_THROW((void)shared_optimum_columns(pointers(one), 3, options), InputError);
 }
 
 }  // namespace

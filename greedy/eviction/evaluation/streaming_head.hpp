@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// One (layer, KV head) streaming through its cache: the arithmetic of a simulator step (the
+/// tracked attention of every query head over G_i = S_{i−1} ∪ {i}, the group aggregation handed to
+/// policies, and step i's metrics against the exact rows), with the choice of what leaves made
+/// outside. simulate() (simulator.hpp) lets one policy choose; simulate_shared()
+/// (shared_simulator.hpp) lets a cache shared by several heads choose. Both therefore compute
+/// the same bits for the same cache contents.
+
+#include <span>
+#include <vector>
+
+#include "core/exact_attention_rows.hpp"
+#include "core/cpu_path.hpp"
+#include "core/workload.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
+#include "greedy/eviction/policies/eviction_policy.hpp"
+#include "greedy/eviction/process/head_group.hpp"
+
+namespace subevict::greedy {
+
+/// The cache G_i as dense arrays: entries 0..size−1 hold tokens, their keys and values in double,
+/// and both as given (float, for the AVX2 path, which reads half the bytes); removal moves the
+/// last entry into the hole.
+struct DenseCache {
+  std::vector<Token> tokens;
+  RowMatrixd keys, values;
+  RowMatrixf float_keys_t, float_values;  // keys transposed: d x capacity
+  int size = 0;
+
+  DenseCache(int capacity, int d);
+  void push(const HeadGroup& in, Token t);
+  /// Removes token t; returns false when t is not an entry.
+  bool remove(Token t);
+  [[nodiscard]] std::vector<Token> sorted() const;
+};
+
+/// The trace of `policy` on `input` before step 0: its labels, budget k, prefill P and window,
+/// n step records, and (with metrics) the n x g per-head arrays at r = 1 and error 0.
+[[nodiscard]] Trace empty_trace(const HeadGroup& input, const EvictionPolicy& policy, int budget, int prefill,
+                                bool metrics);
+
+/// A head's cache and the per-step arithmetic. The trace is the caller's: arrive(i) writes
+/// trace.steps[i] (evicted left kNoEviction) and, with metrics, row i of trace.head_retained_mass
+/// and trace.head_output_error, which the caller sized (n and n x g).
+class StreamingHead {
+ public:
+  /// `capacity` ≥ the largest |G_i| the run can reach (≤ n + 1 is always enough); `exact` holds
+  /// group_exact_rows(input) when `metrics`, else it is not read. Every reference must outlive
+  /// the object.
+  StreamingHead(const HeadGroup& input, int capacity, bool metrics, const std::vector<ExactRows>& exact,
+                GroupAggregation aggregation, Trace& trace);
+
+  /// Puts token t into the cache without a step (the prefill rule's survivors).
+  void admit(Token t) { cache_.push(input_, t); }
+  /// Takes token t out of the cache and marks that the cache has lost a token (later steps compute
+  /// their retained mass instead of taking 1). Returns false when t is not an entry.
+  bool evict(Token t);
+  /// Takes token t out without marking a loss (it left a sliding window). False when absent.
+  bool drop(Token t) { return cache_.remove(t); }
+  /// Marks a loss that happened outside evict() (the prefill rule's drops).
+  void mark_loss() { lost_ = true; }
+  [[nodiscard]] int size() const { return cache_.size; }
+  [[nodiscard]] std::vector<Token> sorted() const { return cache_.sorted(); }
+
+  /// Step i: token i joins the cache (G_i), every query head's tracked attention over G_i is
+  /// computed, with step i's metrics into the trace. The returned view (full as given) stays valid
+  /// until the next call that changes the cache.
+  [[nodiscard]] StepView arrive(int i, bool full);
+
+  /// End of step i: the token that query i + 1 no longer sees leaves (sliding window; not an
+  /// eviction).
+  void leave_window(int i);
+
+ private:
+  const HeadGroup& input_;
+  bool metrics_;
+  const std::vector<ExactRows>& exact_;
+  GroupAggregation aggregation_;
+  Trace& trace_;
+  CpuPath path_;
+  DenseCache cache_;
+  bool lost_ = false;
+  Eigen::MatrixXd queries_, logits_, outputs_;
+  std::vector<double> attention_, aggregated_, group_, head_max_, head_sum_;
+};
+
+}  // namespace subevict::greedy
