@@ -44,23 +44,9 @@ constexpr double kWarmBudgetStep = 0.15;
 template <class Scalar>
 std::vector<std::vector<TokenArc>> guessed_arcs(const TriangularGains<Scalar>& gains, int k,
                                                 const CostScale& scale) {
-  const int n = gains.size();
-  std::vector<double> price(n, 0.0);
-  std::vector<double> row;
-  for (int i = k; i + 1 < n; ++i) {  // S_i holds every token while i + 1 <= k
-    const int r = i + 1;
-    row.resize(r);
-    for (int j = 0; j < r; ++j) row[j] = double(gains.column(j)[r - j]);
-    std::nth_element(row.begin(), row.begin() + (k - 1), row.end(), std::greater<>());
-    price[i] = k > 0 ? row[k - 1] : row.front();
-  }
-  std::vector<std::vector<TokenArc>> arcs(n);
-  for (int j = 0; j < n; ++j) {
-    const Scalar* column = gains.column(j);
-    LifetimeGuess guess;
-    for (int e = j + 1; e <= n - 1; ++e) guess.step(e, double(column[e - j]), price[e - 1]);
-    arcs[j] = guess.arcs(j, scale.costs.shift[j]);
-  }
+  const std::vector<double> price = slot_prices<Scalar>({&gains}, k);
+  std::vector<std::vector<TokenArc>> arcs(gains.size());
+  for (int j = 0; j < gains.size(); ++j) arcs[j] = guessed_token_arcs(gains, j, price, scale.costs.shift[j]);
   return arcs;
 }
 

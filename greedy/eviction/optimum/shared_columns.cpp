@@ -48,14 +48,6 @@ int validate(const std::vector<const TriangularGains<double>*>& gains, long long
   return gains.front()->size();
 }
 
-/// Token arc R → D_e with its earnings C(e), summed down the column in pricing's order.
-TokenArc arc_to(const TriangularGains<double>& gains, int j, int e, double shift) {
-  const double* column = gains.column(j);
-  double earned = 0.0;
-  for (int i = j + 1; i <= std::min(e, gains.size() - 1); ++i) earned += column[i - j];
-  return TokenArc{e, earned, shift - earned};
-}
-
 /// Inserts `arc` into the step-sorted list unless its step is there.
 bool insert_arc(std::vector<TokenArc>& arcs, const TokenArc& arc) {
   const auto at = std::lower_bound(arcs.begin(), arcs.end(), arc.e, [](const TokenArc& a, int e) { return a.e < e; });
@@ -101,7 +93,8 @@ SharedOptimum shared_optimum_columns(const std::vector<const TriangularGains<dou
   const int tokens = heads * n;
 
   // The never-cached schedule's simplex (token r = h n + j is node r), then the starting arcs per
-  // token: cached to the end, and cached k = T / H steps.
+  // token: its best lifetimes against guessed slot prices (the T-th best entry of each query row
+  // over the heads, triangle_pricing.hpp slot_prices).
   std::vector<std::int64_t> never_cached(static_cast<std::size_t>(tokens));
   for (int r = 0; r < tokens; ++r) {
     never_cached[std::size_t(r)] = column_generation::integer_cost(scales[std::size_t(r / n)].costs.shift[std::size_t(r % n)], scale);
@@ -116,17 +109,13 @@ SharedOptimum shared_optimum_columns(const std::vector<const TriangularGains<dou
     return out;
   }
   IncrementalNetworkSimplex simplex(n, int(t), never_cached, heads);
-  const int mean = int(std::max<long long>(1, t / heads));
+  const std::vector<double> prices = column_generation::slot_prices(gains, t);
   std::vector<std::vector<TokenArc>> arcs(static_cast<std::size_t>(tokens));
 #pragma omp parallel for schedule(dynamic) num_threads(workers)
   for (int h = 0; h < heads; ++h) {
     for (int j = 0; j < n; ++j) {
-      const double shift = scales[std::size_t(h)].costs.shift[std::size_t(j)];
-      auto& list = arcs[std::size_t(h) * n + j];
-      list.push_back(TokenArc{j, 0.0, shift});
-      for (int e : {std::min(n - 1, j + mean), n - 1}) {
-        if (e > j) insert_arc(list, arc_to(*gains[std::size_t(h)], j, e, shift));
-      }
+      arcs[std::size_t(h) * n + j] = column_generation::guessed_token_arcs(
+          *gains[std::size_t(h)], j, prices, scales[std::size_t(h)].costs.shift[std::size_t(j)]);
     }
   }
   for (int r = 0; r < tokens; ++r) {

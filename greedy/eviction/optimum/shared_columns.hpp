@@ -5,8 +5,9 @@
 /// heads at n = 2048 hold 189 million arcs, about 11 GB).
 ///
 /// The column generation of implicit_flow.hpp on the shared network: a restricted network holds,
-/// per (head, token), its never-cached arc, a few guessed lifetimes (to the end, and k = T / H
-/// steps as a uniform cache of k would keep it) and the arcs added so far. Each round solves it
+/// per (head, token), its never-cached arc, its best lifetimes against guessed slot prices (the
+/// T-th best entry of each query row over the heads, as the single-head solver guesses with k) and
+/// the arcs added so far. Each round solves it
 /// exactly with the network simplex that continues from its previous basis
 /// (incremental_network_simplex.hpp with H heads), prices
 /// every implicit arc of every head against the round's potentials (triangle_pricing.hpp's

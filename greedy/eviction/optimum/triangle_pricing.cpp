@@ -1,6 +1,7 @@
 #include "greedy/eviction/optimum/triangle_pricing.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace subevict::greedy::column_generation {
@@ -144,6 +145,41 @@ PriceAll price_every_token(const TriangularGains<Scalar>& gains, const CostScale
 
 template PriceAll price_every_token<float>(const TriangularGains<float>&, const CostScale&, PricingBlocks*);
 template PriceAll price_every_token<double>(const TriangularGains<double>&, const CostScale&, PricingBlocks*);
+template <class Scalar>
+std::vector<double> slot_prices(const std::vector<const TriangularGains<Scalar>*>& heads, long long total) {
+  const int n = heads.front()->size();
+  const long long count = static_cast<long long>(heads.size());
+  std::vector<double> price(n, 0.0);
+  std::vector<double> row;
+  for (int i = static_cast<int>(std::min<long long>(n, total / count)); i + 1 < n; ++i) {  // all fit below
+    const int r = i + 1;
+    row.clear();
+    for (const TriangularGains<Scalar>* gains : heads) {
+      for (int j = 0; j < r; ++j) row.push_back(double(gains->column(j)[r - j]));
+    }
+    const auto nth = static_cast<std::ptrdiff_t>(total - 1);
+    std::nth_element(row.begin(), row.begin() + nth, row.end(), std::greater<>());
+    price[i] = row[static_cast<std::size_t>(nth)];
+  }
+  return price;
+}
+
+template <class Scalar>
+std::vector<TokenArc> guessed_token_arcs(const TriangularGains<Scalar>& gains, int j, const std::vector<double>& prices,
+                                         double shift) {
+  const int n = gains.size();
+  const Scalar* column = gains.column(j);
+  LifetimeGuess guess;
+  for (int e = j + 1; e <= n - 1; ++e) guess.step(e, double(column[e - j]), prices[e - 1]);
+  return guess.arcs(j, shift);
+}
+
+template std::vector<double> slot_prices<float>(const std::vector<const TriangularGains<float>*>&, long long);
+template std::vector<double> slot_prices<double>(const std::vector<const TriangularGains<double>*>&, long long);
+template std::vector<TokenArc> guessed_token_arcs<float>(const TriangularGains<float>&, int, const std::vector<double>&,
+                                                         double);
+template std::vector<TokenArc> guessed_token_arcs<double>(const TriangularGains<double>&, int,
+                                                          const std::vector<double>&, double);
 template CostScale cost_scale<float>(const TriangularGains<float>&);
 template CostScale cost_scale<double>(const TriangularGains<double>&);
 template double largest_entry<float>(const TriangularGains<float>&);

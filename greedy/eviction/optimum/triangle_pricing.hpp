@@ -42,6 +42,21 @@ template <class Scalar>
 template <class Scalar>
 [[nodiscard]] double largest_entry(const TriangularGains<Scalar>& gains);
 
+/// Guessed prices of one slot of the cache after step i, for starting arcs: p_i = the total-th
+/// largest of the entries W^h_{i+1, j} (j ≤ i) over the heads, what one slot of S_i is worth to a
+/// cache of `total` entries that could take tokens back (0 while every token fits, H (i + 1) ≤
+/// total). One head with total = k is the single-head guess. Precondition: heads non-empty, all
+/// of one n, total ≥ 1. O(H n²).
+template <class Scalar>
+[[nodiscard]] std::vector<double> slot_prices(const std::vector<const TriangularGains<Scalar>*>& heads,
+                                              long long total);
+
+/// Token j's starting arcs (LifetimeGuess): the never-cached arc and its best lifetime against the
+/// prices σ p for LifetimeGuess's scales σ, sorted by step, for its shift.
+template <class Scalar>
+[[nodiscard]] std::vector<TokenArc> guessed_token_arcs(const TriangularGains<Scalar>& gains, int j,
+                                                       const std::vector<double>& prices, double shift);
+
 /// What a pricing pass keeps per token: the `keep` (1..kMaxArcsPerToken) most negative reduced
 /// costs; when `lagrangian`, the token's Lagrangian term (else TokenPrice::lagrangian is left 0
 /// and blocks are skipped on the reduced-cost bound alone); when `least_other`, a lower bound on
