@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
       SharedColumnOptions options;
       options.relative_gap = gap;
       int rounds = 0;
-      options.on_round = [&](const SharedColumnRound& r) {
+      options.on_round = [&](const ImplicitFlowRound& r) {
         rounds = r.round;
         std::fprintf(stderr, "  round %d: %zu arcs, relative gap %.1e, %.1f s\n", r.round, r.arcs,
                      (r.upper_bound - r.value) / r.upper_bound, r.seconds);

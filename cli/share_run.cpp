@@ -9,23 +9,20 @@
 #include "cli/share_run.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/csv_field.hpp"
 #include "cli/json_output.hpp"
 #include "cli/output_directory.hpp"
+#include "cli/parallel_for.hpp"
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
 #include "core/progress.hpp"
@@ -53,29 +50,6 @@ constexpr double kBytesPerArc = 60.0;
 /// Beyond it the implicit network's column generation stops at this relative gap (its value and
 /// certified bound both reported).
 constexpr double kSharedGap = 1e-4;
-
-/// Runs fn(0..count−1) on `threads` workers; the first exception is rethrown after all stop.
-void parallel_for(int count, int threads, const std::function<void(int)>& fn) {
-  std::atomic<int> next{0};
-  std::exception_ptr failure;
-  std::mutex mutex;
-  auto worker = [&]() {
-    for (int i; (i = next++) < count;) {
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-        next = count;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min(threads, count); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-}
 
 /// One rule with one scorer: every head's retained mass and the slots it used.
 struct RuleRun {
@@ -110,12 +84,6 @@ void record_shared(Optima& optima, std::size_t u, const greedy::SharedOptimum& s
   }
 }
 
-/// A CSV field in quotes (rule and scorer labels hold commas), a quote doubled (RFC 4180).
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 
 /// The budgets of a static rule (uniform, pyramidkv, duo) per head, which heads stream (duo), and
@@ -201,7 +169,6 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
       throw InputError(source, "--policies", "scorers that rank their members with --share (not " + spec.label() + ")",
                        spec.label());
     }
-    greedy::check_policy_budget(spec, n, k, source, "--policies");
   }
   for (const ShareRule& rule : request.rules) {
     if (rule.kind == ShareRule::Kind::kPyramidKv && !request.model) {
@@ -226,10 +193,14 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
   std::vector<greedy::HeadGroup> groups;
   for (const auto& [l, h] : heads) groups.push_back(greedy::head_group(w, l, h));
   const auto unit_total = [&](const std::vector<int>& unit) { return (long long)unit.size() * k; };
+  // The largest budget a head may get in its unit's static allocation (the others keep 1 each).
+  const auto unit_cap = [&](const std::vector<int>& unit) {
+    return int(std::min<long long>(n, unit_total(unit) - (long long)unit.size() + 1));
+  };
 
   const bool computing_curves = request.curves.empty();
-  int largest = 1;  // the largest budget a head of a unit's static allocation may get
-  for (const auto& unit : units) largest = int(std::max<long long>(largest, std::min<long long>(n, unit_total(unit) - (long long)unit.size() + 1)));
+  int largest = 1;  // the curves' length
+  for (const auto& unit : units) largest = std::max(largest, unit_cap(unit));
   long long work = count /* exact rows */ + (computing_curves ? count : 0) + (request.model ? 1 : (long long)units.size());
   for (const ShareRule& rule : request.rules) {
     work += (long long)request.scorers.size() * (rule.kind == ShareRule::Kind::kAdaKv ? (long long)units.size() : count);
@@ -294,11 +265,10 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
       optima.allocation[std::size_t(unit[e])] = a.budgets[e];
       optima.fixed[std::size_t(unit[e])] = unit_curves[e][std::size_t(a.budgets[e]) - 1];
     }
-    optima.capped = optima.capped || int(unit_curves.front().size()) <
-                                         int(std::min<long long>(n, unit_total(unit) - (long long)unit.size() + 1));
+    optima.capped = optima.capped || int(unit_curves.front().size()) < unit_cap(unit);
   }
 
-  // The shared optimum per unit, where its explicit network fits.
+  // The shared optimum per unit: the explicit network where it fits, else the column generation.
   const auto unit_name = [&](int u) {
     return request.model ? std::string("the model")
                          : "layer " + std::to_string(heads[std::size_t(units[std::size_t(u)].front())].first);
@@ -336,7 +306,7 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
         options.relative_gap = kSharedGap;
         options.max_seconds = request.shared_seconds;
         options.threads = request.threads;
-        options.on_round = [&](const greedy::SharedColumnRound& r) {
+        options.on_round = [&](const greedy::ImplicitFlowRound& r) {
           progress.advance(0, "(shared optimum of " + unit_name(int(u)) + ": round " + std::to_string(r.round) + ", " +
                                   std::to_string(r.arcs) + " arcs, relative gap " +
                                   significant_digits((r.upper_bound - r.value) / r.upper_bound, 2) + ", " +
@@ -388,12 +358,12 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
         const int floor = int(std::floor(rule.alpha_safeguard * k));
         for (std::size_t u = 0; u < units.size(); ++u) {
           std::vector<greedy::HeadGroup> unit_groups;
-          std::vector<std::vector<ExactRows>> unit_exact;
+          std::vector<const std::vector<ExactRows>*> unit_exact;  // the rows computed above, not copied
           std::vector<std::unique_ptr<greedy::EvictionPolicy>> owned;
           std::vector<greedy::EvictionPolicy*> policies;
           for (int x : units[u]) {
             unit_groups.push_back(groups[std::size_t(x)]);
-            unit_exact.push_back(exact[std::size_t(x)]);
+            unit_exact.push_back(&exact[std::size_t(x)]);
             owned.push_back(greedy::make_policy(scorer));
             policies.push_back(owned.back().get());
           }
@@ -474,8 +444,8 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
   if (!request.model && units.size() > 1) {  // the sum over the layers
     Row all{"all layers", {}, 0.0, 0.0, {}};
     for (int x = 0; x < count; ++x) all.heads.push_back(x);
-    for (std::size_t u = 0; u < units.size(); ++u) all.units.push_back(u);
     for (std::size_t u = 0; u < units.size(); ++u) {
+      all.units.push_back(u);
       const auto& s = optima.shared[u];
       const auto& b = optima.shared_bound[u];
       all.shared = all.shared && s ? std::optional<double>(*all.shared + *s) : std::nullopt;
@@ -483,9 +453,9 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
     }
     rows.push_back(std::move(all));
   }
+  // Ratios against the shared optimum are taken against its certified upper bound (its value where
+  // it is exact, within rounding): they can only be understated.
   const auto ratio = [](double a, std::optional<double> b) { return b && *b > 0 ? fmt(a / *b) : std::string(); };
-  // Against the shared optimum's certified upper bound (its value where it is exact, within rounding):
-  // a ratio that can only be understated.
   for (const RuleRun& run : runs) {
     nlohmann::json entry{{"rule", run.rule}, {"scorer", run.scorer}, {"note", run.note}, {"units", nlohmann::json::array()}};
     for (const Row& row : rows) {
@@ -500,7 +470,7 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
         for (int x : row.heads) mean += run.mean_slots[std::size_t(x)];
         slots = (long long)std::llround(mean);
       }
-      csv += quoted(row.name) + "," + quoted(run.rule) + "," + quoted(run.scorer) + "," + fmt(mass) + "," + fmt(uniform) + "," +
+      csv += csv_field(row.name) + "," + csv_field(run.rule) + "," + csv_field(run.scorer) + "," + fmt(mass) + "," + fmt(uniform) + "," +
              fmt(fixed) + "," + (row.shared ? fmt(*row.shared) : "") + "," + (row.bound ? fmt(*row.bound) : "") + "," + std::to_string(slots) + "," +
              std::to_string((long long)row.heads.size() * k) + "," + ratio(mass, uniform) + "," + ratio(mass, fixed) +
              "," + ratio(mass, row.bound) + "\n";

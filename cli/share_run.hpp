@@ -32,9 +32,10 @@ struct ShareRequest {
 };
 
 /// Runs the request on every KV head of `layers` of `w`, writes share.csv and results.json into
-/// request.output (and request.json) and prints the totals. Throws InputError for a scorer that
-/// does not rank, pyramidkv on one layer's scope, a budget a rule cannot split, or curves that do
-/// not cover the heads up to k.
+/// request.output (and request.json) and prints the totals. Precondition: every scorer accepts
+/// the budget k (simulate checks each policy at its budgets). Throws InputError for a scorer that
+/// does not rank, pyramidkv on one layer's scope, a budget a rule gives a head that its policy
+/// rejects, a budget a rule cannot split, or curves that do not cover the heads up to k.
 void run_share(const Workload& w, const std::vector<int>& layers, const ShareRequest& request);
 
 }  // namespace subevict::cli

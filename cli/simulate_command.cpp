@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +17,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -26,8 +24,10 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/csv_field.hpp"
 #include "cli/json_output.hpp"
 #include "cli/output_directory.hpp"
+#include "cli/parallel_for.hpp"
 #include "cli/share_run.hpp"
 #include "core/atomic_file.hpp"
 #include "core/generator.hpp"
@@ -144,14 +144,6 @@ greedy::Budget to_budget(double v) { return greedy::budget_from_value(v, "simula
 
 std::string fmt(double x) { return significant_digits(x, 10); }
 
-/// A CSV field: quoted (RFC 4180) when it holds a comma or a quote, as a policy label may.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 /// Refuses what needs the stored gains for heads beyond greedy::kStoredGainsTokens, where the
 /// optimum streams them (docs/offline_optimum.md "Streamed gains"), naming the flag and why.
 void check_stored_gains_limit(const SimulateArgs& args, greedy::OptimumMode optimum, int tokens) {
@@ -190,9 +182,6 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   options.horizon = args.horizon;
   options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
   options.relative_gap = args.gap;
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex mutex;
   // With a budget curve a unit is a group or one curve point, reported in chunks of K/16 points,
   // so that a long curve on one head shows it is alive.
   const long long curve = args.budget_curve;
@@ -200,85 +189,71 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   Progress progress("simulate", (long long)heads.size() * (1 + curve),
                     curve > 0 ? "units (head groups and curve points)" : "(layer, KV head) groups",
                     args.quiet);
-  auto worker = [&]() {
-    for (std::size_t h; (h = next++) < heads.size();) {
-      try {
-        const auto start = std::chrono::steady_clock::now();
-        const auto [layer, kv] = heads[h];
-        greedy::HeadEvaluationOptions head_options = options;
-        if (w.shape().tokens > options.stored_gains_tokens) {  // streamed gains: a round takes minutes
-          head_options.on_optimum_round = [&, layer = layer, kv = kv](const greedy::ImplicitFlowRound& r) {
-            progress.advance(0, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
-                                    ": optimum round " + std::to_string(r.round) + ", relative gap " +
-                                    significant_digits((r.upper_bound - r.value) / r.upper_bound, 2) + ", " +
-                                    significant_digits(r.seconds, 3) + " s)");
-          };
+  parallel_for(int(heads.size()), std::max(1, args.threads), [&](int h) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto [layer, kv] = heads[std::size_t(h)];
+    greedy::HeadEvaluationOptions head_options = options;
+    if (w.shape().tokens > options.stored_gains_tokens) {  // streamed gains: a round takes minutes
+      head_options.on_optimum_round = [&, layer = layer, kv = kv](const greedy::ImplicitFlowRound& r) {
+        progress.advance(0, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
+                                ": optimum round " + std::to_string(r.round) + ", relative gap " +
+                                significant_digits((r.upper_bound - r.value) / r.upper_bound, 2) + ", " +
+                                significant_digits(r.seconds, 3) + " s)");
+      };
+    }
+    std::vector<greedy::HeadEvaluation> evaluations =
+        greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, head_options);
+    for (std::size_t b = 0; b < budgets.size(); ++b) {
+      Cell& cell = cells[std::size_t(h) * budgets.size() + b];
+      cell.budget_value = budgets[b];
+      static_cast<greedy::HeadEvaluation&>(cell) = std::move(evaluations[b]);
+      std::vector<Trace> ordered;
+      std::size_t from_rest = 0;
+      for (const auto& spec : specs) {
+        const auto it = batched.find({spec.label(), cell.budget_value});
+        if (it != batched.end()) {
+          ordered.push_back(it->second.trace(layer, kv));
+          ordered.back().policy = spec.label();
+        } else {
+          ordered.push_back(std::move(cell.traces[from_rest++]));
         }
-        std::vector<greedy::HeadEvaluation> evaluations =
-            greedy::evaluate_head_budgets(w, layer, kv, rest, sizes, head_options);
-        for (std::size_t b = 0; b < budgets.size(); ++b) {
-          Cell& cell = cells[h * budgets.size() + b];
-          cell.budget_value = budgets[b];
-          static_cast<greedy::HeadEvaluation&>(cell) = std::move(evaluations[b]);
-          std::vector<Trace> ordered;
-          std::size_t from_rest = 0;
-          for (const auto& spec : specs) {
-            const auto it = batched.find({spec.label(), cell.budget_value});
-            if (it != batched.end()) {
-              ordered.push_back(it->second.trace(layer, kv));
-              ordered.back().policy = spec.label();
-            } else {
-              ordered.push_back(std::move(cell.traces[from_rest++]));
-            }
-          }
-          cell.traces = std::move(ordered);
-          if (cell.budget_value == recorded.budget) {
-            greedy::SimulationOptions sim;
-            sim.budget = sizes[b];
-            sim.seed = args.seed;
-            for (std::size_t f = 0; f < recorded.files.size(); ++f) {
-              greedy::RecordedRun run = greedy::simulate_recorded(w, layer, kv, recorded.files[f],
-                                                                  recorded.labels[f], sim, recorded.admission);
-              if (run.admitted.converted) cell.converted[recorded.labels[f]] = run.admitted.changed_tokens;
-              cell.traces.push_back(std::move(run.trace));
-            }
-          }
-          if (args.schedules && cell.has_optimum) {
-            const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
-            for (const Trace& t : cell.traces) {  // streamed gains: no dense n x n matrix at any length
-              cell.overlaps.push_back(greedy::schedule_overlap(group, t.last_step(), cell.optimum.last_step));
-            }
-          }
+      }
+      cell.traces = std::move(ordered);
+      if (cell.budget_value == recorded.budget) {
+        greedy::SimulationOptions sim;
+        sim.budget = sizes[b];
+        sim.seed = args.seed;
+        for (std::size_t f = 0; f < recorded.files.size(); ++f) {
+          greedy::RecordedRun run = greedy::simulate_recorded(w, layer, kv, recorded.files[f],
+                                                              recorded.labels[f], sim, recorded.admission);
+          if (run.admitted.converted) cell.converted[recorded.labels[f]] = run.admitted.changed_tokens;
+          cell.traces.push_back(std::move(run.trace));
         }
-        if (args.budget_curve > 0) {
-          long long reported = 0;
-          const auto report = [&](int done) {
-            if (done - reported < curve_chunk && done < curve) return;
-            progress.advance(done - reported, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
-                                                  ": curve to k = " + std::to_string(done) + ")");
-            reported = done;
-          };
-          curves[h] = greedy::optimum_budget_curve(w, layer, kv, args.budget_curve,
-                                                   options.optimum == greedy::OptimumMode::kCertified ? args.gap : 0.0,
-                                                   report);
+      }
+      if (args.schedules && cell.has_optimum) {
+        const greedy::HeadGroup group = greedy::head_group(w, layer, kv);
+        for (const Trace& t : cell.traces) {  // streamed gains: no dense n x n matrix at any length
+          cell.overlaps.push_back(greedy::schedule_overlap(group, t.last_step(), cell.optimum.last_step));
         }
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        for (std::size_t b = 0; b < budgets.size(); ++b) cells[h * budgets.size() + b].head_seconds = seconds;
-        progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", " +
-                                significant_digits(seconds, 3) + " s)");
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-        next = heads.size();
       }
     }
-  };
-  const int threads = std::max(1, args.threads);
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+    if (args.budget_curve > 0) {
+      long long reported = 0;
+      const auto report = [&](int done) {
+        if (done - reported < curve_chunk && done < curve) return;
+        progress.advance(done - reported, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
+                                              ": curve to k = " + std::to_string(done) + ")");
+        reported = done;
+      };
+      curves[std::size_t(h)] = greedy::optimum_budget_curve(w, layer, kv, args.budget_curve,
+                                               options.optimum == greedy::OptimumMode::kCertified ? args.gap : 0.0,
+                                               report);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (std::size_t b = 0; b < budgets.size(); ++b) cells[std::size_t(h) * budgets.size() + b].head_seconds = seconds;
+    progress.advance(1, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ", " +
+                            significant_digits(seconds, 3) + " s)");
+  });
   return cells;
 }
 
@@ -756,6 +731,7 @@ void run_simulate(const SimulateArgs& args) {
                      std::to_string(args.budget_curve));
   }
   check_stored_gains_limit(args, optimum, shape.tokens);
+  const int threads = args.threads == 0 ? int(std::max(1u, std::thread::hardware_concurrency())) : args.threads;
   if (!args.share.empty()) {
     ShareRequest request;
     request.model = args.share == "model";
@@ -765,7 +741,7 @@ void run_simulate(const SimulateArgs& args) {
     request.budget_text = args.budget;
     request.curves = args.curves;
     request.shared_seconds = args.shared_seconds;
-    request.threads = args.threads == 0 ? int(std::max(1u, std::thread::hardware_concurrency())) : args.threads;
+    request.threads = threads;
     request.quiet = args.quiet;
     request.seed = args.seed;
     request.output = args.output;
@@ -776,7 +752,6 @@ void run_simulate(const SimulateArgs& args) {
   std::vector<std::pair<int, int>> heads;
   for (int l : layers)
     for (int h : kv) heads.emplace_back(l, h);
-  const int threads = args.threads == 0 ? int(std::max(1u, std::thread::hardware_concurrency())) : args.threads;
   SimulateArgs run_args = args;
   run_args.threads = threads;
 

@@ -14,7 +14,8 @@
 ///                                queries (default 256); the other heads split the rest
 ///
 /// LIST = RULE ("," RULE)*, RULE = NAME [":" KEY "=" VALUE ("," KEY "=" VALUE)*], an item with "="
-/// and no ":" continuing the previous rule (the grammar of policy_spec.hpp).
+/// and no ":" continuing the previous rule: the grammar of policy_spec.hpp, split by its
+/// split_spec_list.
 
 #include <string>
 #include <string_view>
@@ -32,15 +33,16 @@ struct ShareRule {
   int sink_size = 4;
   int recent_size = 60;
   int calibration = 256;
-  /// The keys given, "key=value" in the rule's key order (for the label).
+  /// The keys given, "key=value" in the order given (for the label).
   std::vector<std::string> given;
 
   /// NAME, or NAME:key=value,... for the keys given: the text that parses back to this rule.
   [[nodiscard]] std::string label() const;
 };
 
-/// Parses a LIST. Throws InputError(source, field, ...) naming the item for an unknown rule (listing
-/// the names), an unknown key (listing the rule's keys), a key given twice, a value out of range
+/// Parses a LIST. Throws InputError(source, field, ...) naming the item for what split_spec_list
+/// refuses (an empty item, a key given twice, ...), an unknown rule (listing the names), an
+/// unknown key (listing the rule's keys), a value that is not one finite number or out of range
 /// (α and the ratio in [0, 1], window ≥ 0, β ≥ 1, sinks ≥ 0, recent ≥ 1, calibration ≥ 1; counts
 /// integers), and a label listed twice.
 [[nodiscard]] std::vector<ShareRule> parse_share_rules(std::string_view text, const std::string& source,

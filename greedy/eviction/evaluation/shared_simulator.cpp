@@ -65,20 +65,23 @@ using Candidate = std::tuple<double, Token, int>;
 }  // namespace
 
 SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector<EvictionPolicy*>& policies,
-                          const SharedSimulationOptions& options, const std::vector<std::vector<ExactRows>>& exact) {
+                          const SharedSimulationOptions& options,
+                          const std::vector<const std::vector<ExactRows>*>& exact) {
   const long long total = options.total > 0 ? options.total : (long long)heads.size() * options.budget;
   validate(heads, policies, options, total);
   const int count = int(heads.size()), n = heads.front().tokens();
   const bool metrics = options.compute_metrics;
   const int workers = options.threads > 0 ? options.threads : omp_get_max_threads();
   std::vector<std::vector<ExactRows>> own;
+  std::vector<const std::vector<ExactRows>*> rows = exact;
   if (metrics && exact.empty()) {
     own.resize(std::size_t(count));
 #pragma omp parallel for schedule(dynamic) num_threads(workers)
     for (int h = 0; h < count; ++h) own[std::size_t(h)] = group_exact_rows(heads[std::size_t(h)]);
+    for (const auto& r : own) rows.push_back(&r);
   }
-  const std::vector<std::vector<ExactRows>>& rows = metrics && exact.empty() ? own : exact;
-  if (metrics && rows.size() != heads.size()) {
+  if (metrics && (rows.size() != heads.size() ||
+                  std::any_of(rows.begin(), rows.end(), [](const auto* r) { return r == nullptr; }))) {
     throw InputError("shared cache", "exact rows", "one set per head", std::to_string(rows.size()));
   }
 
@@ -99,7 +102,7 @@ SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector
   for (int h = 0; h < count; ++h) {
     static const std::vector<ExactRows> none;
     streams.push_back(std::make_unique<StreamingHead>(heads[std::size_t(h)], capacity, metrics,
-                                                      metrics ? rows[std::size_t(h)] : none, options.aggregation,
+                                                      metrics ? *rows[std::size_t(h)] : none, options.aggregation,
                                                       run.traces[std::size_t(h)]));
   }
   run.last_step.assign(std::size_t(count), std::vector<int>(std::size_t(n), n - 1));

@@ -68,14 +68,15 @@ struct SharedRun {
 };
 
 /// Runs the heads through one shared cache. `policies[h]` ranks head h (ranks() true; reset by the
-/// call with budget k, prefill 0, the options' aggregation and seed). `exact[h]` =
-/// group_exact_rows(heads[h]) when metrics are computed (empty: computed here). Throws
+/// call with budget k, prefill 0, the options' aggregation and seed). `*exact[h]` =
+/// group_exact_rows(heads[h]) when metrics are computed (empty: computed here); the rows are read
+/// in place. Throws
 /// InputError (source "shared cache") for no head, heads of different lengths, a policy that does
 /// not rank or does not compress its head, k < 1, floor outside [0, k] or T < H · floor; and
 /// std::runtime_error naming the step when floors and never-evicted members leave fewer than E
 /// members to evict.
 [[nodiscard]] SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector<EvictionPolicy*>& policies,
                                         const SharedSimulationOptions& options,
-                                        const std::vector<std::vector<ExactRows>>& exact = {});
+                                        const std::vector<const std::vector<ExactRows>*>& exact = {});
 
 }  // namespace subevict::greedy

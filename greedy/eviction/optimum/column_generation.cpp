@@ -44,6 +44,9 @@ void validate_options(const ImplicitFlowOptions& options) {
   if (options.max_rounds < 1) {
     throw InputError(kSource, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
   }
+  if (!(options.max_seconds >= 0.0)) {
+    throw InputError(kSource, "max seconds", "a value >= 0 (0: no limit)", std::to_string(options.max_seconds));
+  }
   if (options.arcs_per_token < 1 || options.arcs_per_token > kMaxArcsPerToken) {
     throw InputError(kSource, "arcs per token", "an integer in [1, 4]", std::to_string(options.arcs_per_token));
   }
@@ -99,52 +102,53 @@ ImplicitFlowResult nothing_cached(int n, int budget, double diagonal, double w_m
 ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCosts& costs,
                                 IncrementalNetworkSimplex& simplex, std::vector<std::vector<TokenArc>>& arcs,
                                 const ImplicitFlowOptions& options, const PriceAll& price_all,
-                                const StepMass& step_mass) {
+                                const StepMass& step_mass, int heads) {
   const auto start = std::chrono::steady_clock::now();
   const int k = simplex.budget();
+  const int tokens = heads * n;  // token r = h n + j; D_i is node tokens + i
   ImplicitFlowResult out;
   out.budget = budget;
   ScheduleSummary& summary = out.summary;
   double best_bound = std::numeric_limits<double>::infinity();
   std::vector<double> best_y;
-  std::vector<int> last_step(n);
+  std::vector<int> last_step(tokens);
   std::uint64_t pivots = 0;
   for (int round = 1;; ++round) {
     const std::size_t token_arcs = simplex.token_arcs();
     pivots += simplex.solve();
     const std::vector<int> chosen = simplex.chosen_steps();
     double value = diagonal;  // Σ_j W_jj + Σ_j C_j(chosen step)
-    for (int j = 0; j < n; ++j) {
-      last_step[j] = chosen[j] - 1;
-      value += arc_at(arcs[j], chosen[j])->earned;  // the flow uses only restricted arcs
+    for (int r = 0; r < tokens; ++r) {
+      last_step[r] = chosen[r] - 1;
+      value += arc_at(arcs[r], chosen[r])->earned;  // the flow uses only restricted arcs
     }
-    std::vector<std::int64_t> pot(n + 1), pot_r(n);
+    std::vector<std::int64_t> pot(n + 1), pot_r(tokens);
     std::vector<double> y(n + 1);  // the certificate's potentials: y = −π / scale
     for (int i = 0; i <= n; ++i) {
-      pot[i] = simplex.potential(n + i);
+      pot[i] = simplex.potential(tokens + i);
       y[i] = -static_cast<double>(pot[i]) / costs.scale;
     }
-    for (int j = 0; j < n; ++j) pot_r[j] = simplex.potential(j);
+    for (int r = 0; r < tokens; ++r) pot_r[r] = simplex.potential(r);
 
     // Price every implicit arc and evaluate the certificate in the same pass.
     const std::vector<TokenPrice> prices = price_all(PricingInput{pot, pot_r, y, arcs, options.arcs_per_token});
     double token_terms = 0.0;
     std::size_t added = 0;
-    for (int j = 0; j < n; ++j) {
-      const TokenPrice& price = prices[j];
+    for (int r = 0; r < tokens; ++r) {
+      const TokenPrice& price = prices[r];
       token_terms += price.lagrangian;
       for (int a = 0; a < price.found; ++a) {
         const TokenArc& arc = price.arc[a];
-        auto& mine = arcs[j];
+        auto& mine = arcs[r];
         const auto at = arc_at(mine, arc.e);
         if (at != mine.end() && at->e == arc.e) continue;  // present: cannot be violated
         mine.insert(at, arc);
-        simplex.add_arc(j, arc.e, integer_cost(arc.cost, costs.scale));
+        simplex.add_arc(r, arc.e, integer_cost(arc.cost, costs.scale));
         ++added;
       }
     }
     const bool optimal = added == 0;
-    const double bound = upper_bound_from(diagonal, n, k, y, token_terms);
+    const double bound = upper_bound_from(diagonal, n, k, y, token_terms, heads);
     if (bound < best_bound) {
       best_bound = bound;
       best_y = y;
@@ -156,11 +160,14 @@ ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCos
       options.on_round(ImplicitFlowRound{round, token_arcs, added, value, upper_bound, summary.seconds, {}});
     }
     const bool gap_reached = options.relative_gap > 0.0 && upper_bound - value <= options.relative_gap * upper_bound;
-    if (!optimal && !gap_reached && round < options.max_rounds) continue;
+    const bool late = options.max_seconds > 0.0 && summary.seconds >= options.max_seconds;
+    if (!optimal && !gap_reached && !late && round < options.max_rounds) continue;
 
     summary.status = optimal ? ScheduleStatus::kOptimal : ScheduleStatus::kFeasible;
     if (!optimal) {
-      summary.message = gap_reached ? "stopped at the requested relative gap" : "stopped at the round limit";
+      summary.message = gap_reached ? "stopped at the requested relative gap"
+                        : late      ? "stopped at the time limit"
+                                    : "stopped at the round limit";
     }
     summary.last_step = options.process_form ? to_process_schedule(last_step, k) : last_step;
     if (options.step_mass) {

@@ -148,8 +148,8 @@ using StepMass = std::function<Eigen::VectorXd(const std::vector<int>&)>;
 [[nodiscard]] ImplicitFlowResult nothing_cached(int n, int budget, double diagonal, double w_max,
                                                 const StepMass& step_mass);
 
-/// What a pricing pass reads: the simplex's potentials of D_0..D_n and R_0..R_{n−1}, the
-/// certificate's y = −π_D / scale, and the restricted arcs (per token, sorted by step).
+/// What a pricing pass reads: the simplex's potentials of D_0..D_n and of the R nodes (one per
+/// token), the certificate's y = −π_D / scale, and the restricted arcs (per token, sorted by step).
 struct PricingInput {
   const std::vector<std::int64_t>& pot;
   const std::vector<std::int64_t>& pot_r;
@@ -163,11 +163,15 @@ using PriceAll = std::function<std::vector<TokenPrice>(const PricingInput&)>;
 
 /// The column generation for one budget on `simplex` (already at that budget, its token arcs
 /// exactly `arcs`: per token sorted by step, the never-cached arc first), adding to both: solve,
-/// price, add violated arcs, until none is violated or options stop it (implicit_flow.hpp).
+/// price, add violated arcs, until none is violated or options stop it (implicit_flow.hpp). With
+/// `heads` > 1 the network is a cache shared by H heads (shared_columns.hpp): arcs, pot_r, the
+/// prices and summary.last_step hold the H n tokens r = h n + j (last_step the token's own step),
+/// the simplex was built with H heads, and options.process_form and options.step_mass must be
+/// false (both are single-head forms).
 [[nodiscard]] ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCosts& costs,
                                               IncrementalNetworkSimplex& simplex,
                                               std::vector<std::vector<TokenArc>>& arcs,
                                               const ImplicitFlowOptions& options, const PriceAll& price_all,
-                                              const StepMass& step_mass);
+                                              const StepMass& step_mass, int heads = 1);
 
 }  // namespace subevict::greedy::column_generation

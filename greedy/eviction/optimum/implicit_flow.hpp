@@ -84,6 +84,9 @@ struct ImplicitFlowOptions {
   double relative_gap = 0.0;
   /// Rounds at most (status kFeasible when reached before optimality). Must be ≥ 1.
   int max_rounds = 100000;
+  /// When > 0, stop after the first round that ends past this many seconds (status kFeasible
+  /// unless no arc is violated by then, its certified interval kept). Must be ≥ 0.
+  double max_seconds = 0.0;
   /// Arcs added per violated token and round: the most negative reduced cost, then the next ones
   /// at other steps. Must be ≥ 1.
   int arcs_per_token = 2;

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <utility>
 
 #include "core/input_error.hpp"
 #include "greedy/eviction/optimum/column_generation.hpp"
@@ -46,14 +45,6 @@ int validate(const std::vector<const TriangularGains<double>*>& gains, long long
     throw InputError(kSource, "arcs per token", "an integer in [2, 4]", std::to_string(options.arcs_per_token));
   }
   return gains.front()->size();
-}
-
-/// Inserts `arc` into the step-sorted list unless its step is there.
-bool insert_arc(std::vector<TokenArc>& arcs, const TokenArc& arc) {
-  const auto at = std::lower_bound(arcs.begin(), arcs.end(), arc.e, [](const TokenArc& a, int e) { return a.e < e; });
-  if (at != arcs.end() && at->e == arc.e) return false;
-  arcs.insert(at, arc);
-  return true;
 }
 
 }  // namespace
@@ -109,13 +100,13 @@ SharedOptimum shared_optimum_columns(const std::vector<const TriangularGains<dou
     return out;
   }
   IncrementalNetworkSimplex simplex(n, int(t), never_cached, heads);
-  const std::vector<double> prices = column_generation::slot_prices(gains, t);
+  const std::vector<double> slot = column_generation::slot_prices(gains, t);
   std::vector<std::vector<TokenArc>> arcs(static_cast<std::size_t>(tokens));
 #pragma omp parallel for schedule(dynamic) num_threads(workers)
   for (int h = 0; h < heads; ++h) {
     for (int j = 0; j < n; ++j) {
       arcs[std::size_t(h) * n + j] = column_generation::guessed_token_arcs(
-          *gains[std::size_t(h)], j, prices, scales[std::size_t(h)].costs.shift[std::size_t(j)]);
+          *gains[std::size_t(h)], j, slot, scales[std::size_t(h)].costs.shift[std::size_t(j)]);
     }
   }
   for (int r = 0; r < tokens; ++r) {
@@ -124,63 +115,48 @@ SharedOptimum shared_optimum_columns(const std::vector<const TriangularGains<dou
     }
   }
 
-  double best_bound = std::numeric_limits<double>::infinity();
-  std::vector<std::int64_t> pot(static_cast<std::size_t>(n) + 1), pot_r(static_cast<std::size_t>(tokens));
-  std::vector<double> y(static_cast<std::size_t>(n) + 1);
-  std::vector<std::vector<std::pair<int, TokenArc>>> fresh(static_cast<std::size_t>(heads));  // per head: (r, arc)
-  for (int round = 1;; ++round) {
-    simplex.solve();
-    for (int i = 0; i <= n; ++i) {
-      pot[std::size_t(i)] = simplex.potential(tokens + i);
-      y[std::size_t(i)] = -double(pot[std::size_t(i)]) / scale;
-    }
-    for (int r = 0; r < tokens; ++r) pot_r[std::size_t(r)] = simplex.potential(r);
-    const std::vector<std::int64_t> max_pot = column_generation::block_max_potential(pot, n);
-
-    // Price every implicit arc (heads in parallel); the certificate's token terms in the same pass.
-    std::vector<double> terms(static_cast<std::size_t>(heads), 0.0);
+  // Every round prices every head's tokens in parallel against the round's potentials, the
+  // certificate's terms in the same pass.
+  const column_generation::PriceAll price_all = [&](const column_generation::PricingInput& in) {
+    std::vector<TokenPrice> prices(static_cast<std::size_t>(tokens));
+    const std::vector<std::int64_t> max_pot = column_generation::block_max_potential(in.pot, n);
 #pragma omp parallel for schedule(dynamic) num_threads(workers)
     for (int h = 0; h < heads; ++h) {
       PricingBlocks blocks;
-      fresh[std::size_t(h)].clear();
       for (int j = 0; j < n; ++j) {
         const std::size_t r = std::size_t(h) * n + j;
-        const TokenPrice price = column_generation::price_token(
-            *gains[std::size_t(h)], j, scales[std::size_t(h)], pot, max_pot, pot_r[r], y, arcs[r],
-            column_generation::PricingKeep{options.arcs_per_token}, blocks);
-        terms[std::size_t(h)] += price.lagrangian;
-        for (int f = 0; f < price.found; ++f) {
-          if (insert_arc(arcs[r], price.arc[std::size_t(f)])) fresh[std::size_t(h)].emplace_back(int(r), price.arc[std::size_t(f)]);
-        }
+        prices[r] = column_generation::price_token(*gains[std::size_t(h)], j, scales[std::size_t(h)], in.pot, max_pot,
+                                                   in.pot_r[r], in.y, in.arcs[r],
+                                                   column_generation::PricingKeep{in.keep}, blocks);
       }
     }
-    double token_terms = 0.0;
-    std::size_t new_arcs = 0;
-    for (int h = 0; h < heads; ++h) {
-      token_terms += terms[std::size_t(h)];
-      for (const auto& [r, a] : fresh[std::size_t(h)]) simplex.add_arc(r, a.e, column_generation::integer_cost(a.cost, scale));
-      new_arcs += fresh[std::size_t(h)].size();
-    }
-    const std::vector<int> chosen = simplex.chosen_steps();
-    double value = 0.0;
-    for (int h = 0; h < heads; ++h) {
-      for (int j = 0; j < n; ++j) out.last_step[std::size_t(h)][std::size_t(j)] = chosen[std::size_t(h) * n + j] - 1;
-      value += schedule_step_mass(*gains[std::size_t(h)], out.last_step[std::size_t(h)]).sum();
-    }
-    best_bound = std::min(best_bound, column_generation::upper_bound_from(diagonal, n, t, y, token_terms, heads));
-    out.value = value;
-    out.upper_bound = std::max(value, best_bound);
-    out.arcs = simplex.token_arcs() - new_arcs;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.on_round) options.on_round({round, out.arcs, new_arcs, value, out.upper_bound, seconds});
-    const bool optimal = new_arcs == 0 || out.upper_bound <= value;  // no violated arc, or the bound meets it
-    const bool close = out.upper_bound - value <= options.relative_gap * out.upper_bound;
-    const bool late = options.max_seconds > 0.0 && seconds >= options.max_seconds;
-    if (optimal || close || late || round >= options.max_rounds) {
-      out.status = optimal ? ScheduleStatus::kOptimal : ScheduleStatus::kFeasible;
-      break;
-    }
+    return prices;
+  };
+  // The rounds' clock starts here; reports and the time limit count from the call's start.
+  const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ImplicitFlowOptions solve;
+  solve.relative_gap = options.relative_gap;
+  solve.max_rounds = options.max_rounds;
+  solve.max_seconds = options.max_seconds > 0.0 ? std::max(options.max_seconds - setup, 1e-9) : 0.0;
+  solve.arcs_per_token = options.arcs_per_token;
+  solve.process_form = false;
+  solve.step_mass = false;
+  if (options.on_round) {
+    solve.on_round = [&](const ImplicitFlowRound& round) {
+      ImplicitFlowRound since_start = round;
+      since_start.seconds += setup;
+      options.on_round(since_start);
+    };
   }
+  const ImplicitFlowResult result = column_generation::solve_budget(n, diagonal, int(t), scales.front().costs, simplex,
+                                                                    arcs, solve, price_all, {}, heads);
+  for (int h = 0; h < heads; ++h) {
+    std::copy_n(result.summary.last_step.begin() + std::ptrdiff_t(h) * n, n, out.last_step[std::size_t(h)].begin());
+  }
+  out.status = result.summary.status;
+  out.value = result.summary.value;
+  out.upper_bound = result.summary.upper_bound;
+  out.arcs = result.summary.model_size;
   for (int h = 0; h < heads; ++h) {
     for (int j = 0; j < n; ++j) {
       for (int i = j; i <= out.last_step[std::size_t(h)][std::size_t(j)]; ++i) ++out.occupancy(i, h);

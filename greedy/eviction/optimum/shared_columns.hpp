@@ -4,17 +4,16 @@
 /// caches shared by many heads: the whole model, where the explicit network does not fit (90
 /// heads at n = 2048 hold 189 million arcs, about 11 GB).
 ///
-/// The column generation of implicit_flow.hpp on the shared network: a restricted network holds,
-/// per (head, token), its never-cached arc, its best lifetimes against guessed slot prices (the
-/// T-th best entry of each query row over the heads, as the single-head solver guesses with k) and
-/// the arcs added so far. Each round solves it
+/// The column generation of implicit_flow.hpp on the shared network (column_generation.hpp's
+/// solve_budget with H heads): a restricted network holds, per (head, token), its never-cached arc,
+/// its best lifetimes against guessed slot prices (the T-th best entry of each query row over the
+/// heads, as the single-head solver guesses with k) and the arcs added so far. Each round solves it
 /// exactly with the network simplex that continues from its previous basis
-/// (incremental_network_simplex.hpp with H heads), prices
-/// every implicit arc of every head against the round's potentials (triangle_pricing.hpp's
-/// price_token, the heads in parallel), and adds per token the most negative arcs. The loop ends
-/// when no arc has a negative reduced cost (the restricted optimum is optimal for the whole
-/// network: kOptimal), when the certificate's relative gap is at most the requested one
-/// (kFeasible), or after max_rounds or max_seconds (kFeasible).
+/// (incremental_network_simplex.hpp with H heads), prices every implicit arc of every head against
+/// the round's potentials (triangle_pricing.hpp's price_token, the heads in parallel), and adds per
+/// token the most negative arcs. The loop ends when no arc has a negative reduced cost (the
+/// restricted optimum is optimal for the whole network: kOptimal), when the certificate's relative
+/// gap is at most the requested one (kFeasible), or after max_rounds or max_seconds (kFeasible).
 ///
 /// Certificate: implicit_flow.hpp's Lagrangian bound with H tokens per step
 /// (column_generation.hpp upper_bound_from with heads = H), evaluated by the same pricing pass, so
@@ -28,20 +27,11 @@
 #include <functional>
 #include <vector>
 
+#include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 
 namespace subevict::greedy {
-
-/// One round, for progress reports.
-struct SharedColumnRound {
-  int round = 0;
-  std::size_t arcs = 0;      ///< token arcs of the restricted network solved this round
-  std::size_t added = 0;     ///< arcs the pricing added
-  double value = 0.0;        ///< the round's schedule
-  double upper_bound = 0.0;  ///< the best certified bound so far
-  double seconds = 0.0;      ///< since the start
-};
 
 struct SharedColumnOptions {
   /// Stop when (upper_bound − value) / upper_bound ≤ this (0: only at optimality); ≥ 0.
@@ -52,7 +42,7 @@ struct SharedColumnOptions {
   double max_seconds = 0.0;
   int arcs_per_token = 4;   ///< the most arcs one pricing pass keeps per token, 2..4
   int threads = 0;          ///< pricing workers (0: OpenMP's default)
-  std::function<void(const SharedColumnRound&)> on_round;  ///< may be empty
+  std::function<void(const ImplicitFlowRound&)> on_round;  ///< may be empty; seconds since the call
 };
 
 /// The shared optimum of these heads (every pointer non-null, all of one n) for a total budget

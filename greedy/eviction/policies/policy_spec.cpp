@@ -200,14 +200,8 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-/// A spec being parsed: the keys given so far (text as typed), applied by finish().
-struct Pending {
-  std::string name;
-  bool has_colon = false;
-  std::vector<std::pair<std::string, std::string>> keys;  // as typed
-};
-
-PolicySpec finish(const Pending& p, const std::string& source, const std::string& field, int default_horizon) {
+/// A spec as typed (split_spec_list) with its keys applied.
+PolicySpec finish(const ListItem& p, const std::string& source, const std::string& field, int default_horizon) {
   require_known_name(p.name, source, field);
   PolicySpec spec;
   spec.name = p.name;
@@ -350,9 +344,9 @@ std::vector<std::pair<std::string, std::string>> effective_parameters(const Poli
   return out;
 }
 
-std::vector<PolicySpec> parse_policy_list(std::string_view text, const std::string& source,
-                                          const std::string& field, int default_horizon) {
-  std::vector<Pending> pending;
+std::vector<ListItem> split_spec_list(std::string_view text, const std::string& source, const std::string& field,
+                                      const ListWords& words) {
+  std::vector<ListItem> items;
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = text.find(',', start);
@@ -362,17 +356,18 @@ std::vector<PolicySpec> parse_policy_list(std::string_view text, const std::stri
     const std::string_view rest = colon == std::string_view::npos ? std::string_view() : item.substr(colon + 1);
     std::string_view pair = rest;
     if (item.empty()) {
-      throw InputError(source, field, "a comma list of policies NAME[:KEY=VALUE,...]",
+      throw InputError(source, field, std::string("a comma list of ") + words.plural + " NAME[:KEY=VALUE,...]",
                        "an empty item in \"" + std::string(text) + "\"");
     }
     if (colon == std::string_view::npos && item.find('=') != std::string_view::npos) {
-      if (pending.empty() || !pending.back().has_colon) {
-        throw InputError(source, field, "KEY=VALUE after a policy NAME: (e.g. h2o:heavy=0.25,recent=0.75)",
+      if (items.empty() || !items.back().has_colon) {
+        throw InputError(source, field,
+                         std::string("KEY=VALUE after a ") + words.noun + " NAME: (e.g. " + words.example + ")",
                          std::string(item));
       }
       pair = item;
     } else {
-      pending.push_back({std::string(trim(head)), colon != std::string_view::npos, {}});
+      items.push_back({std::string(trim(head)), colon != std::string_view::npos, {}});
       if (colon == std::string_view::npos) pair = {};
       else if (trim(rest).empty()) {
         throw InputError(source, field, "KEY=VALUE after ':'", std::string(item));
@@ -381,19 +376,26 @@ std::vector<PolicySpec> parse_policy_list(std::string_view text, const std::stri
     if (!pair.empty()) {
       const std::size_t eq = pair.find('=');
       if (eq == std::string_view::npos || trim(pair.substr(0, eq)).empty()) {
-        throw InputError(source, field + ": " + pending.back().name, "KEY=VALUE", std::string(pair));
+        throw InputError(source, field + ": " + items.back().name, "KEY=VALUE", std::string(pair));
       }
       const std::string key(trim(pair.substr(0, eq)));
-      for (const auto& [k, v] : pending.back().keys) {
-        if (k == key) throw InputError(source, field + ": " + pending.back().name, "each key once", key + " (given twice)");
+      for (const auto& [k, v] : items.back().keys) {
+        if (k == key) throw InputError(source, field + ": " + items.back().name, "each key once", key + " (given twice)");
       }
-      pending.back().keys.emplace_back(key, std::string(trim(pair.substr(eq + 1))));
+      items.back().keys.emplace_back(key, std::string(trim(pair.substr(eq + 1))));
     }
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
+  return items;
+}
+
+std::vector<PolicySpec> parse_policy_list(std::string_view text, const std::string& source,
+                                          const std::string& field, int default_horizon) {
+  const std::vector<ListItem> pending =
+      split_spec_list(text, source, field, {"policy", "policies", "h2o:heavy=0.25,recent=0.75"});
   std::vector<PolicySpec> specs;
-  for (const Pending& p : pending) {
+  for (const ListItem& p : pending) {
     PolicySpec spec = finish(p, source, field, default_horizon);
     for (const PolicySpec& s : specs) {
       if (s.label() == spec.label()) throw InputError(source, field, "each policy once", spec.label() + " (listed twice)");

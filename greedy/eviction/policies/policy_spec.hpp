@@ -66,6 +66,29 @@ struct PolicyParameter {
 /// Every accepted name (the registry's, then "lookahead").
 [[nodiscard]] std::vector<std::string> spec_policy_names();
 
+/// One SPEC of a LIST as typed: its NAME, whether a ':' followed it, and its KEY=VALUE pairs in
+/// order (trimmed text, no rule of any name applied yet).
+struct ListItem {
+  std::string name;
+  bool has_colon = false;
+  std::vector<std::pair<std::string, std::string>> keys;
+};
+
+/// How errors name a LIST's items: "policy", "policies" and an example SPEC.
+struct ListWords {
+  const char* noun;
+  const char* plural;
+  const char* example;
+};
+
+/// Splits a LIST (the grammar above; spaces around items, keys and values trimmed) into its
+/// items: the part every NAME:KEY=VALUE list shares (parse_policy_list, simulate's
+/// --share-rules). Throws InputError(source, field, ...) naming the item for an empty item, a
+/// "KEY=VALUE" item with no "NAME:" before it, nothing after ':', a pair without '=' or key, and a
+/// key given twice.
+[[nodiscard]] std::vector<ListItem> split_spec_list(std::string_view text, const std::string& source,
+                                                    const std::string& field, const ListWords& words);
+
 /// Parses a LIST. `source` and `field` name the input in errors (e.g. "simulate", "--policies");
 /// `default_horizon` is lookahead's window unless the spec gives one. Throws InputError naming the
 /// item for: an unknown name (listing the names), an unknown key (naming it and listing the valid

@@ -190,7 +190,7 @@ RC_GTEST_PROP(SharedColumns, StopsAtTheRequestedGapWithABoundThatHolds, ()) {
   SharedColumnOptions options;
   options.relative_gap = 0.05;
   int rounds = 0;
-  options.on_round = [&](const SharedColumnRound& r) { rounds = r.round; };
+  options.on_round = [&](const ImplicitFlowRound& r) { rounds = r.round; };
   const SharedOptimum got = shared_optimum_columns(pointers(triangles), total, options);
   const double exact = shared_optimum(gains, total).value;
   RC_ASSERT(rounds >= 1);
