@@ -71,11 +71,11 @@ int main(int argc, char** argv) {
     std::vector<const TriangularGains<double>*> pointers;
     for (const auto& g : stored) pointers.push_back(&g);
     const int heads = int(stored.size());
-    const bool fits = 60.0 * heads * double(n) * double(n + 1) / 2.0 <= explicit_gb * 1e9;
+    const bool fits = shared_network_bytes(std::size_t(heads), n) <= explicit_gb * 1e9;
     for (double ratio : ratios) {
       const int k = std::max(1, int(std::lround(ratio * n)));
       const long long total = (long long)heads * k;
-      const int largest = int(std::min<long long>(n, total - (heads - 1)));
+      const int largest = largest_static_budget(n, total, heads);
       auto start = std::chrono::steady_clock::now();
       std::vector<std::vector<double>> curves;
       double uniform = skip_static ? NAN : 0.0;

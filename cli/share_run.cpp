@@ -43,10 +43,9 @@ namespace {
 
 using greedy::ShareRule;
 
-/// The whole-model shared optimum is solved only where its explicit network fits this memory
-/// (about 60 bytes an arc, H n (n + 1) / 2 arcs; bench/results/shared_optimum.md).
-constexpr double kSharedOptimumBytes = 8e9;
-constexpr double kBytesPerArc = 60.0;
+/// The shared optimum is solved on the explicit network where it fits this memory, else on the
+/// implicit one where its stored gains do.
+constexpr double kSharedOptimumBytes = greedy::kExplicitSharedNetworkLimitBytes;
 /// Beyond it the implicit network's column generation stops at this relative gap (its value and
 /// certified bound both reported).
 constexpr double kSharedGap = 1e-4;
@@ -195,7 +194,7 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
   const auto unit_total = [&](const std::vector<int>& unit) { return (long long)unit.size() * k; };
   // The largest budget a head may get in its unit's static allocation (the others keep 1 each).
   const auto unit_cap = [&](const std::vector<int>& unit) {
-    return int(std::min<long long>(n, unit_total(unit) - (long long)unit.size() + 1));
+    return greedy::largest_static_budget(n, unit_total(unit), (long long)unit.size());
   };
 
   const bool computing_curves = request.curves.empty();
@@ -277,7 +276,7 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
   optima.shared_bound.resize(units.size());
   optima.shared_slots.resize(units.size());
   {
-    const double bytes = kBytesPerArc * double(units.front().size()) * double(n) * double(n + 1) / 2.0;
+    const double bytes = greedy::shared_network_bytes(units.front().size(), n);
     const double triangles = 8.0 * double(units.front().size()) * double(n) * double(n + 1) / 2.0;
     if (bytes <= kSharedOptimumBytes) {
       // Units in parallel only where their explicit networks fit the limit together.

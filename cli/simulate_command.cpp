@@ -182,6 +182,8 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
   options.horizon = args.horizon;
   options.optimum = greedy::parse_optimum_mode(args.optimum, "simulate");
   options.relative_gap = args.gap;
+  // Fewer heads than workers: each head's streamed passes take the idle ones.
+  options.threads = std::max(1, std::max(1, args.threads) / std::max(1, int(heads.size())));
   // With a budget curve a unit is a group or one curve point, reported in chunks of K/16 points,
   // so that a long curve on one head shows it is alive.
   const long long curve = args.budget_curve;

@@ -32,8 +32,7 @@ CheckResult check_shared_cache(const Workload& workload, const std::vector<int>&
   }
   const int heads = shape.kv_heads;
   const long long total = (long long)budget * heads;
-  // A head of the static allocation gets at most n slots, and at most T − (H − 1) (the others keep 1).
-  const int largest = int(std::min<long long>(n, total - (heads - 1)));
+  const int largest = greedy::largest_static_budget(n, total, heads);
   CheckResult result;
   Series over_uniform_static{"allocation", "optimal static allocation", "layer",
                              "sum over KV heads of retained mass, / uniform budgets (ratio)", {}, {},

@@ -8,7 +8,9 @@
 #include "greedy/eviction/evaluation/budget_allocation.hpp"
 #include "greedy/eviction/evaluation/budget_curve.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/shared_columns.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
+#include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "optimum.hpp"
 
@@ -194,15 +196,42 @@ void bind_optimum(nb::module_& m) {
 
   m.def(
       "shared_optimum",
-      [](const std::vector<AnyArray>& gains_arrays, long long total) {
+      [](const std::vector<AnyArray>& gains_arrays, long long total, const std::string& method, double gap,
+         double max_seconds, int threads) {
+        if (method != "auto" && method != "explicit" && method != "columns") {
+          throw InputError("shared_optimum", "method", "'auto', 'explicit' or 'columns'", "'" + method + "'");
+        }
+        if (!(gap >= 0.0) || !(max_seconds >= 0.0)) {
+          throw InputError("shared_optimum", "gap, max_seconds", "finite numbers >= 0",
+                           std::to_string(gap) + ", " + std::to_string(max_seconds));
+        }
         std::vector<Eigen::MatrixXd> gains;
         for (std::size_t h = 0; h < gains_arrays.size(); ++h) {
           gains.push_back(to_matrix(gains_arrays[h], "shared_optimum", "gains[" + std::to_string(h) + "]"));
         }
+        const int n = gains.empty() ? 0 : int(gains.front().rows());
+        const bool explicit_network =
+            method == "explicit" || (method == "auto" && greedy::shared_network_bytes(gains.size(), n) <=
+                                                             greedy::kExplicitSharedNetworkLimitBytes);
         greedy::SharedOptimum shared;
-        {
+        if (explicit_network) {
           nb::gil_scoped_release release;
           shared = greedy::shared_optimum(gains, total);
+        } else {
+          std::vector<greedy::TriangularGains<double>> stored;
+          for (std::size_t h = 0; h < gains.size(); ++h) {
+            stored.push_back(greedy::TriangularGains<double>::from_dense(gains[h], "shared_optimum: gains[" +
+                                                                                      std::to_string(h) + "]"));
+            gains[h].resize(0, 0);  // the triangle holds it now
+          }
+          std::vector<const greedy::TriangularGains<double>*> pointers;
+          for (const auto& g : stored) pointers.push_back(&g);
+          greedy::SharedColumnOptions options;
+          options.relative_gap = gap;
+          options.max_seconds = max_seconds;
+          options.threads = threads;
+          nb::gil_scoped_release release;
+          shared = greedy::shared_optimum_columns(pointers, total, options);
         }
         nb::list last_step;
         for (std::vector<int>& steps : shared.last_step) last_step.append(owned_array<int>(std::move(steps)));
@@ -218,14 +247,20 @@ void bind_optimum(nb::module_& m) {
         d["occupancy"] = owned_array<int>(std::move(occupancy), {rows, cols});
         d["arcs"] = shared.arcs;
         d["seconds"] = shared.seconds;
+        d["method"] = explicit_network ? "explicit" : "columns";
         return d;
       },
-      "gains"_a, "total"_a,
+      "gains"_a, "total"_a, "method"_a = "auto", "gap"_a = 1e-4, "max_seconds"_a = 0.0, "threads"_a = 0,
       "The exact offline optimum of one cache of `total` (head, token) entries shared by several heads that move "
       "in lockstep: gains is a list of n x n float64 gain matrices (gain_matrix(), one per head, all of one n). "
-      "Uniform per-head optimum <= allocate(...)['value'] <= this optimum. Returns {'status', 'total' (OPT), "
-      "'upper_bound' (certified: total <= OPT <= upper_bound), 'last_step' (per head, t_j; j - 1 when never "
-      "cached), 'occupancy' (n x H int32: entries of head h cached after step i), 'arcs', 'seconds'}.");
+      "Uniform per-head optimum <= allocate(...)['value'] <= this optimum. method='explicit': the whole network "
+      "(H n(n+1)/2 arcs, about 60 bytes each), optimal; 'columns': column generation on the implicit network "
+      "(for many heads, e.g. a whole model), stopped once the certified relative gap is <= gap (0: at "
+      "optimality) or after the round that ends past max_seconds (0: no limit), pricing on `threads` workers "
+      "(0: all); 'auto' (default): explicit where its network needs at most 8 GB, as simulate --share. Returns "
+      "{'status' ('optimal', or 'feasible' when stopped at a gap), 'total' (the schedule's value), 'upper_bound' "
+      "(certified: total <= OPT <= upper_bound), 'last_step' (per head, t_j; j - 1 when never cached), "
+      "'occupancy' (n x H int32: entries of head h cached after step i), 'arcs', 'seconds', 'method'}.");
 
   m.def(
       "step_oracle",

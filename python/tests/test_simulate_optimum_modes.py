@@ -266,3 +266,34 @@ def test_shared_optimum_is_at_least_the_static_allocation_and_its_schedule_is_wh
         subevict.offline_optimum(gains[0], 5)["total"], rel=1e-12)
     with pytest.raises(subevict.InputError, match="head 1"):
         subevict.shared_optimum([gains[0], gains[1][:10, :10].copy()], 4)
+
+
+def test_shared_optimum_by_column_generation_equals_the_explicit_network_and_keeps_its_bound():
+    w = subevict.generate("tiny-gqa", tokens=40, layers=2, seed=7)
+    gains = [subevict.gain_matrix(w, layer, kv) for layer in range(2) for kv in range(2)]
+    for total in (4, 17, 60):
+        explicit = subevict.shared_optimum(gains, total, method="explicit")
+        columns = subevict.shared_optimum(gains, total, method="columns", gap=0.0)
+        assert (explicit["method"], columns["method"]) == ("explicit", "columns")
+        assert columns["status"] == "optimal"
+        assert columns["total"] == pytest.approx(explicit["total"], rel=1e-9)
+        assert columns["total"] <= columns["upper_bound"] <= columns["total"] * (1 + 1e-9)
+        assert int(columns["occupancy"].sum(axis=1).max()) <= total
+        # Its schedule is what it reports.
+        assert columns["total"] == pytest.approx(
+            sum(subevict.schedule_value(g, list(s)) for g, s in zip(gains, columns["last_step"])), rel=1e-12)
+    # 'auto' takes the explicit network where it fits.
+    assert subevict.shared_optimum(gains, 17)["method"] == "explicit"
+    # Stopped at a gap: the interval still contains the optimum.
+    loose = subevict.shared_optimum(gains, 17, method="columns", gap=0.5)
+    assert loose["total"] <= explicit_value(gains, 17) * (1 + 1e-12) <= loose["upper_bound"] * (1 + 1e-12)
+    with pytest.raises(subevict.InputError, match="method"):
+        subevict.shared_optimum(gains, 17, method="lp")
+    with pytest.raises(subevict.InputError, match="gap"):
+        subevict.shared_optimum(gains, 17, method="columns", gap=-1.0)
+    with pytest.raises(subevict.InputError, match="shared_columns"):
+        subevict.shared_optimum([gains[0], gains[1][:10, :10].copy()], 4, method="columns")
+
+
+def explicit_value(gains, total):
+    return subevict.shared_optimum(gains, total, method="explicit")["total"]

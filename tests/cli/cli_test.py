@@ -1137,6 +1137,9 @@ class CliTest(unittest.TestCase):
             ("h2o:heavy=0.1,recent=0.1", ["sum to 1"]),
             ("h2o:heavy=52,recent=50", ["k = 8", "h2o:heavy=52,recent=50"]),
             ("streamingllm:sinks=8", ["k = 8", "sinks"]),
+            ("compactor:sink_size_start=6,sink_size_end=4", ["k = 8", "sink_size_start + sink_size_end"]),
+            ("compactor:blending=-1", ["blending"]),
+            ("compactor:chunk_size=0", ["chunk_size"]),
         ]
         for policies, needles in cases:
             r = run("simulate", "--workload", w, "--budget", "8", "--policies", policies, "-o", self.path("bad"))
@@ -1147,7 +1150,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         for name in ("h2o", "h2o-oracle", "streamingllm", "snapkv", "h2o-noisy", "l2norm", "lookahead", "tova",
                      "knorm", "streaming_llm", "observed_attention", "keydiff", "leverage", "expected_attention",
-                     "lagkv", "cur", "cap"):  # kvpress's names too
+                     "lagkv", "cur", "cap", "compactor"):  # kvpress's names too
             self.assertIn("\n  " + name, r.stdout)
         self.assertRegex(r.stdout, r"heavy +default 0\.5 ")
         self.assertRegex(r.stdout, r"sinks +default 4 ")

@@ -169,6 +169,57 @@ inline std::vector<double> leverage_scores(const Instance& in, const std::vector
   return score;
 }
 
+/// (x − mean) / max(std, 1e-6) over `set`'s entries of `x` (std with divisor |set| − 1), 0 when |set| < 2.
+inline void naive_z(std::vector<double>& x, const std::vector<int>& set) {
+  if (set.size() < 2) {
+    for (int j : set) x[j] = 0.0;
+    return;
+  }
+  double mean = 0.0, sq = 0.0;
+  for (int j : set) mean += x[j];
+  mean /= double(set.size());
+  for (int j : set) sq += (x[j] - mean) * (x[j] - mean);
+  const double sd = std::max(std::sqrt(sq / double(set.size() - 1)), 1e-6);
+  for (int j : set) x[j] = (x[j] - mean) / sd;
+}
+
+/// compactor over the unprotected `set` (ascending), from its documented rule, with weight `beta`.
+inline std::vector<double> compactor_scores(const Instance& in, const std::vector<int>& set, const PolicyParams& p,
+                                            double beta) {
+  const int d = in.d, m = int(set.size()), chunk = p.chunk_size;
+  std::vector<double> lev = leverage_scores(in, set, p.ridge), col(in.n, 0.0), att(in.n, 0.0), score(in.n, 0.0);
+  naive_z(lev, set);
+  for (int first = 0; first < m; first += chunk) {
+    const int last = std::min(m, first + chunk);
+    for (int h = 0; h < in.g; ++h) {
+      for (int s = first; s < last; ++s) {
+        std::vector<double> z;
+        double top = -1e300, sum = 0.0;
+        for (int t = first; t < last; ++t) {
+          double dot = 0.0;
+          for (int c = 0; c < d; ++c) dot += double(in.q[h][std::size_t(set[s]) * d + c]) * double(in.k[std::size_t(set[t]) * d + c]);
+          z.push_back(dot);
+          top = std::max(top, dot);
+        }
+        for (double& e : z) sum += (e = std::exp(e - top));
+        for (int t = first; t < last; ++t) col[set[t]] += z[t - first] / sum;
+      }
+    }
+  }
+  std::vector<double> w(in.n, 0.0);
+  for (int j : set) {
+    double sq = 0.0;
+    for (int c = 0; c < d; ++c) sq += double(in.v[std::size_t(j) * d + c]) * double(in.v[std::size_t(j) * d + c]);
+    w[j] = col[j] / double(in.g) * std::sqrt(sq);
+  }
+  for (int r = 0; r < m; ++r) {
+    att[set[r]] = ((r > 0 ? w[set[r - 1]] : 0.0) + w[set[r]] + (r + 1 < m ? w[set[r + 1]] : 0.0)) / 3.0;
+  }
+  naive_z(att, set);
+  for (int j : set) score[j] = beta * lev[j] + att[j];
+  return score;
+}
+
 /// expected_attention over the non-sink `set` with the queries `first..last` (inclusive).
 inline std::vector<double> expected_attention_scores(const Instance& in, const std::vector<int>& set, int first,
                                                      int last, const PolicyParams& p, GroupAggregation rule) {
@@ -471,6 +522,13 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       if (name == "cur") {
         for (int j = 0; j < P; ++j) ok[j] = j >= p.sinks;
       }
+    } else if (name == "compactor") {
+      std::vector<int> middle;
+      for (int j = 0; j < P; ++j) {
+        ok[j] = j >= p.sink_size_start && j <= P - 1 - p.sink_size_end;
+        if (ok[j]) middle.push_back(j);
+      }
+      score = compactor_scores(in, middle, p, p.blending >= 0.0 ? p.blending : 1.0 - double(k) / double(P));
     } else if (name == "expected_attention" || name == "cap") {
       std::vector<int> prompt;
       for (int j = p.sinks; j < P; ++j) prompt.push_back(j);
@@ -608,6 +666,14 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       } else if (name == "cur") {
         const std::vector<double> score = cur_scores(in, members, p);
         victim = lowest_argmin(members, [&](int j) { return score[j]; }, [&](int j) { return j >= p.sinks; });
+      } else if (name == "compactor") {
+        std::vector<int> middle;
+        for (int j : members) {
+          if (j >= p.sink_size_start && j <= i - p.sink_size_end) middle.push_back(j);
+        }
+        const std::vector<double> score =
+            compactor_scores(in, middle, p, p.blending >= 0.0 ? p.blending : 1.0 - double(k) / double(n));
+        victim = lowest_argmin(middle, [&](int j) { return score[j]; }, all);
       } else if (name == "expected_attention" || name == "cap") {
         std::vector<int> rest;
         for (int j : members) {

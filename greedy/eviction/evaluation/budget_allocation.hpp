@@ -23,6 +23,13 @@ struct BudgetAllocation {
 /// optimum's values (double sums of at most n² attention weights) relative to the curve's scale.
 [[nodiscard]] double concavity_slack(const std::vector<double>& curve);
 
+/// The largest budget one of `heads` heads (≥ 1) of n tokens can get in a static split of `total`
+/// slots (≥ heads): n, and T − (H − 1), the others keeping one slot each. How long the curves an
+/// allocation reads must be.
+[[nodiscard]] constexpr int largest_static_budget(int n, long long total, long long heads) {
+  return int(total - (heads - 1) < n ? total - (heads - 1) : n);
+}
+
 /// The optimal static allocation of `total` slots over the heads of `curves`, curves[h][k − 1] =
 /// OPT_h(k) for k = 1..K_h (K_h = curves[h].size(), the largest budget head h may get). Throws
 /// InputError (source `source`) when there is no head, a curve is empty or not finite, total is

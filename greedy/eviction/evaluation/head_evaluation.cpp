@@ -114,7 +114,8 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
 /// mode kFlow or kCertified (evaluate_head_budgets refuses kOracle here).
 void add_streamed_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
                          std::vector<HeadEvaluation>& out) {
-  store_optima(streamed_flow_optima(StreamedGains(group, 1), budgets, flow_options(options)), group.window, out);
+  store_optima(streamed_flow_optima(StreamedGains(group, options.threads), budgets, flow_options(options)),
+               group.window, out);
 }
 
 }  // namespace

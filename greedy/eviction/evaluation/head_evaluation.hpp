@@ -77,6 +77,10 @@ struct HeadEvaluationOptions {
   /// its policies without metrics gets their retained mass from the gains the optimum needs
   /// anyway. Stored gains only (evaluate_head_budgets refuses them on streamed gains).
   std::vector<std::vector<std::vector<int>>> schedules{};
+  /// Threads (≥ 1) the passes of streamed gains run on (StreamedGains): a caller that evaluates
+  /// fewer heads than it has cores at once gives each head the rest (one long head, the whole
+  /// machine). Results do not depend on it.
+  int threads = 1;
 };
 
 /// Up to this many tokens the optimum stores the gains in double (8 bytes per entry of the lower

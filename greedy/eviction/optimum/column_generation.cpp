@@ -37,6 +37,13 @@ double upper_bound_from(double diagonal, int n, long long k, const std::vector<d
   return diagonal - dual;
 }
 
+void check_arcs_per_token(int arcs_per_token, const std::string& source) {
+  if (arcs_per_token < 2 || arcs_per_token > kMaxArcsPerToken) {
+    throw InputError(source, "arcs per token", "an integer in [2, " + std::to_string(kMaxArcsPerToken) + "]",
+                     std::to_string(arcs_per_token));
+  }
+}
+
 void validate_options(const ImplicitFlowOptions& options) {
   if (!std::isfinite(options.relative_gap) || options.relative_gap < 0.0) {
     throw InputError(kSource, "relative gap", "a finite value >= 0", std::to_string(options.relative_gap));
@@ -47,9 +54,7 @@ void validate_options(const ImplicitFlowOptions& options) {
   if (!(options.max_seconds >= 0.0)) {
     throw InputError(kSource, "max seconds", "a value >= 0 (0: no limit)", std::to_string(options.max_seconds));
   }
-  if (options.arcs_per_token < 1 || options.arcs_per_token > kMaxArcsPerToken) {
-    throw InputError(kSource, "arcs per token", "an integer in [1, 4]", std::to_string(options.arcs_per_token));
-  }
+  check_arcs_per_token(options.arcs_per_token, kSource);
 }
 
 IncrementalNetworkSimplex restricted_simplex(int n, int k, const ArcCosts& costs,

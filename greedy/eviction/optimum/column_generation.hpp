@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "greedy/eviction/optimum/implicit_flow.hpp"
@@ -22,6 +23,12 @@ namespace subevict::greedy::column_generation {
 inline constexpr const char* kSource = "implicit_flow";
 /// The most arcs per token one pricing pass adds (ImplicitFlowOptions::arcs_per_token ≤ this).
 inline constexpr int kMaxArcsPerToken = 4;
+
+/// Throws InputError (source `source`, field "arcs per token") unless arcs_per_token is in
+/// [2, kMaxArcsPerToken]: two at least, because the most violated arc a token prices may be its arc
+/// at capacity (in the network already, so not added), and an absent violated arc must still be
+/// found beside it.
+void check_arcs_per_token(int arcs_per_token, const std::string& source);
 /// Integer costs and potentials stay below 2^60 in magnitude (flow_cost_exponent), so every
 /// reduced cost (three such terms) is exact in 64 bits.
 inline constexpr int kCostBits = 60;

@@ -88,7 +88,8 @@ struct ImplicitFlowOptions {
   /// unless no arc is violated by then, its certified interval kept). Must be ≥ 0.
   double max_seconds = 0.0;
   /// Arcs added per violated token and round: the most negative reduced cost, then the next ones
-  /// at other steps. Must be ≥ 1.
+  /// at other steps. Must be in [2, 4]: the most negative one may be the token's arc at capacity,
+  /// already in the network.
   int arcs_per_token = 2;
   /// Return the process form of the schedule (to_process_schedule).
   bool process_form = true;

@@ -39,11 +39,7 @@ int validate(const std::vector<const TriangularGains<double>*>& gains, long long
     throw InputError(kSource, "max seconds", "a value >= 0", std::to_string(options.max_seconds));
   }
   if (options.max_rounds < 1) throw InputError(kSource, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
-  // Two at least: a token's arc at capacity may be the most violated one priced (it is already in
-  // the network and not added), and an absent violated arc must still find a place.
-  if (options.arcs_per_token < 2 || options.arcs_per_token > column_generation::kMaxArcsPerToken) {
-    throw InputError(kSource, "arcs per token", "an integer in [2, 4]", std::to_string(options.arcs_per_token));
-  }
+  column_generation::check_arcs_per_token(options.arcs_per_token, kSource);
   return gains.front()->size();
 }
 

@@ -65,6 +65,16 @@ struct SharedOptimum {
 [[nodiscard]] SharedOptimum shared_optimum(const std::vector<Eigen::MatrixXd>& gains, long long total,
                                            const SharedOptimumOptions& options = {});
 
+/// The memory the explicit network of `heads` heads over n tokens takes, about: 60 bytes an arc,
+/// H n (n + 1) / 2 token arcs (bench/results/shared_optimum.md).
+[[nodiscard]] constexpr double shared_network_bytes(std::size_t heads, int n) {
+  return 60.0 * double(heads) * double(n) * double(n + 1) / 2.0;
+}
+
+/// Where the callers that choose (simulate --share, subevict.shared_optimum's 'auto') stop using
+/// the explicit network and run the column generation (shared_columns.hpp) instead.
+constexpr double kExplicitSharedNetworkLimitBytes = 8e9;
+
 /// The same on heads held elsewhere (no copy; every pointer non-null).
 [[nodiscard]] SharedOptimum shared_optimum(const std::vector<const Eigen::MatrixXd*>& gains, long long total,
                                            const SharedOptimumOptions& options = {});

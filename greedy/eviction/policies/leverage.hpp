@@ -14,6 +14,27 @@
 
 namespace subevict::greedy::policies {
 
+/// The ridge leverage h_t = x_tᵀ (XᵀX + λI)⁻¹ x_t of each member t of `members` (any order; the
+/// result is aligned with it), X the |M| × d matrix of the keys k_t (rows of `keys`) centred on
+/// their mean (summed in the order of `members`). Requires ridge > 0 and a non-empty set.
+inline std::vector<double> ridge_leverage(const ConstHeadMap& keys, const std::vector<Token>& members, double ridge) {
+  const Eigen::Index m = Eigen::Index(members.size()), d = keys.cols();
+  Eigen::MatrixXd x(m, d);
+  for (Eigen::Index r = 0; r < m; ++r) x.row(r) = keys.row(members[std::size_t(r)]).cast<double>();
+  Eigen::RowVectorXd mean = Eigen::RowVectorXd::Zero(d);
+  for (Eigen::Index r = 0; r < m; ++r) mean += x.row(r);
+  mean /= double(m);
+  x.rowwise() -= mean;
+  Eigen::MatrixXd gram(d, d);
+  gram.noalias() = x.transpose().lazyProduct(x);  // lazy: never Eigen's threaded GEMM
+  gram.diagonal().array() += ridge;
+  const Eigen::MatrixXd inverse = gram.llt().solve(Eigen::MatrixXd::Identity(d, d));
+  const Eigen::MatrixXd projected = x.lazyProduct(inverse);  // rows x_tᵀ (XᵀX + λI)⁻¹
+  std::vector<double> h(static_cast<std::size_t>(m));
+  for (Eigen::Index r = 0; r < m; ++r) h[std::size_t(r)] = projected.row(r).dot(x.row(r));
+  return h;
+}
+
 /// Rule: over a set M (G_i in streaming, the prompt 0..P−1 at prefill), X is the |M| × d matrix of
 /// the centred keys x_t = k_t − k̄ (k̄ the mean key of M, summed in ascending token order) and the
 /// leverage of t is h_t = x_tᵀ (XᵀX + λI)⁻¹ x_t (ridge λ > 0: `ridge`, default 1e-2, absolute).
@@ -35,20 +56,8 @@ class LeveragePolicy final : public SetScoredPolicy<LeveragePolicy> {
   }
 
   void score_members(const std::vector<Token>& members) {
-    const ConstHeadMap& k = context().input->k;
-    const Eigen::Index m = Eigen::Index(members.size()), d = k.cols();
-    Eigen::MatrixXd x(m, d);
-    for (Eigen::Index r = 0; r < m; ++r) x.row(r) = k.row(members[std::size_t(r)]).cast<double>();
-    Eigen::RowVectorXd mean = Eigen::RowVectorXd::Zero(d);
-    for (Eigen::Index r = 0; r < m; ++r) mean += x.row(r);
-    mean /= double(m);
-    x.rowwise() -= mean;
-    Eigen::MatrixXd gram(d, d);
-    gram.noalias() = x.transpose().lazyProduct(x);  // lazy: never Eigen's threaded GEMM
-    gram.diagonal().array() += ridge_;
-    const Eigen::MatrixXd inverse = gram.llt().solve(Eigen::MatrixXd::Identity(d, d));
-    const Eigen::MatrixXd projected = x.lazyProduct(inverse);  // rows x_tᵀ (XᵀX + λI)⁻¹
-    for (Eigen::Index r = 0; r < m; ++r) score_[std::size_t(members[std::size_t(r)])] = projected.row(r).dot(x.row(r));
+    const std::vector<double> h = ridge_leverage(context().input->k, members, ridge_);
+    for (std::size_t r = 0; r < members.size(); ++r) score_[std::size_t(members[r])] = h[r];
   }
 
  private:

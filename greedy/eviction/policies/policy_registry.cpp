@@ -6,6 +6,7 @@
 #include "core/input_error.hpp"
 #include "core/named_choice.hpp"
 #include "greedy/eviction/policies/cap.hpp"
+#include "greedy/eviction/policies/compactor.hpp"
 #include "greedy/eviction/policies/cur.hpp"
 #include "greedy/eviction/policies/expected_attention.hpp"
 #include "greedy/eviction/policies/h2o_alg1.hpp"
@@ -68,6 +69,9 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
          return std::make_unique<CurPolicy>(p.sinks, p.cur_leverage, p.use_local_approximation, p.local_window_size);
        }},
       {"cap", [](const PolicyParams& p) { return std::make_unique<CapPolicy>(p.sinks, p.tau, p.cap_epsilon); }},
+      {"compactor", [](const PolicyParams& p) {
+         return std::make_unique<CompactorPolicy>(p.sink_size_start, p.sink_size_end, p.chunk_size, p.ridge, p.blending);
+       }},
   };
   return list;
 }

@@ -29,6 +29,7 @@
 ///   lagkv               key/value spread relative to the next partition's range, ranked
 ///   cur                 squared key and value norms normalized in local windows (CurDKV)
 ///   cap                 capacity scores: value leverage weighted by key-query alignment (CapPress)
+///   compactor           key leverage blended with non-causal chunked attention (CompactorPress)
 
 #include <memory>
 #include <string>
@@ -73,7 +74,7 @@ struct PolicyParams {
   /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]). expected_attention: the
   /// ε of (p + ε) ‖v‖ (kvpress's registry uses 1e-2).
   double epsilon = 0.01;
-  /// leverage: the ridge λ > 0 of (XᵀX + λI)⁻¹.
+  /// leverage, compactor: the ridge λ > 0 of (XᵀX + λI)⁻¹.
   double ridge = 1e-2;
   /// expected_attention: the covariance term of the expected logit, the ‖v‖ factor.
   bool use_covariance = true;
@@ -88,6 +89,12 @@ struct PolicyParams {
   /// cap: the temperature τ of the alignment weights and the ε of the capacity matrix.
   double tau = 5.0;
   double cap_epsilon = 1e-6;
+  /// compactor: the protected first and last tokens (a + b ≤ k), the chunk C ≥ 1 of its
+  /// non-causal attention, and the weight β of the leverage (negative: the compression ratio).
+  int sink_size_start = 8;
+  int sink_size_end = 4;
+  int chunk_size = 256;
+  double blending = -1.0;
   /// l2norm: layers in which nothing is compressed (the paper skips the first two).
   std::vector<int> skipped_layers = {0, 1};
 };

@@ -169,7 +169,21 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
        [](PolicySpec& s, double v, const std::string&) { s.params.cap_epsilon = v; },
        [](const PolicySpec& s) { return number_text(s.params.cap_epsilon); }},
   };
+  static const std::vector<KeyRule> compactor = {
+      int_field("sink_size_start", Kind::kCount, 0, "the first tokens, never evicted (with sink_size_end <= k)",
+                &PolicyParams::sink_size_start),
+      int_field("sink_size_end", Kind::kCount, 0, "the most recent tokens, never evicted (with sink_size_start <= k)",
+                &PolicyParams::sink_size_end),
+      int_field("chunk_size", Kind::kCount, 1, "the chunk C >= 1 of the non-causal attention", &PolicyParams::chunk_size),
+      {"blending", Kind::kNumber, 0, "the weight >= 0 of the leverage scores (default: the compression ratio, 1 - k/P at prefill, 1 - k/n streaming)",
+       [](PolicySpec& s, double v, const std::string&) { s.params.blending = v; },
+       [](const PolicySpec& s) {
+         return s.params.blending < 0.0 ? std::string("compression_ratio") : number_text(s.params.blending);
+       }},
+      leverage.front(),
+  };
   if (name == "cap") return cap;
+  if (name == "compactor") return compactor;
   if (name == "lagkv") return lagkv;
   if (name == "cur") return cur;
   if (name == "h2o" || name == "h2o-oracle") return split;

@@ -26,6 +26,9 @@
 ///   cur              n_sink, leverage_type, use_local_approximation, local_window_size
 ///                                    0 <= n_sink < k; key|value|kv_avg|kv_product; 0 or 1; w >= 1
 ///   cap              n_sink, tau, epsilon   0 <= n_sink < k; tau >= 0; epsilon >= 0
+///   compactor        sink_size_start, sink_size_end, chunk_size, blending, ridge
+///                                    counts >= 0 with sum <= k; C >= 1; weight (< 0: the
+///                                    compression ratio); lambda > 0
 /// Other policies take no parameters.
 
 #include <memory>

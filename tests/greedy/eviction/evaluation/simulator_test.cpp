@@ -61,6 +61,8 @@ RC_GTEST_PROP(Simulator, ProcessInvariantsHoldForEveryPolicy, ()) {
   PolicyParams params;
   params.sinks = 2;
   params.observation_window = 3;
+  params.sink_size_start = 2;
+  params.sink_size_end = 2;
   for (const std::string& name : policy_names()) {
     auto policy = make_policy(name, params);
     const Trace trace = simulate(group, *policy, options);

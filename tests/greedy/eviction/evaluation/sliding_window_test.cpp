@@ -79,6 +79,8 @@ RC_GTEST_PROP(SlidingWindow, CachesHoldOnlyWhatTheNextQuerySeesAndEvictOncePerFu
   PolicyParams params;
   params.sinks = 1;
   params.observation_window = 1;
+  params.sink_size_start = 1;
+  params.sink_size_end = 0;
   for (const std::string& name : policy_names()) {
     auto policy = make_policy(name, params);
     const Trace trace = simulate(group, *policy, options);

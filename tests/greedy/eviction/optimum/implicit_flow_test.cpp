@@ -449,6 +449,8 @@ TEST(ImplicitFlow, RejectsInvalidInput) {
   bad = {};
   bad.arcs_per_token = 5;
   EXPECT_THROW((void)implicit_flow_optimum(gains, 1, bad), InputError);
+  bad.arcs_per_token = 1;  // the one arc priced may be the token's arc at capacity
+  EXPECT_THROW((void)implicit_flow_optimum(gains, 1, bad), InputError);
   EXPECT_THROW((void)lagrangian_upper_bound(gains, 1, {0.0, 0.0}), InputError);
   EXPECT_THROW((void)lagrangian_upper_bound(gains, 1, {0.0, 0.0, std::nan(""), 0.0}), InputError);
   Eigen::MatrixXd upper = Eigen::MatrixXd::Identity(3, 3);

@@ -23,7 +23,8 @@ TEST(PolicyRegistry, StableNamesInOrder) {
       "h2o",   "h2o-alg1",       "h2o-alg2-linear", "h2o-alg2-sqrt", "h2o-alg2-log", "h2o-flexgen",
       "h2o-oracle", "local",     "streamingllm",    "sparse-strided", "sparse-fixed", "random",
       "l2norm", "tova",          "snapkv",          "h2o-noisy",      "knorm",        "streaming_llm",
-      "observed_attention",      "keydiff",         "leverage",       "expected_attention", "lagkv", "cur", "cap"};
+      "observed_attention",      "keydiff",         "leverage",       "expected_attention", "lagkv", "cur", "cap",
+      "compactor"};
   EXPECT_EQ(policy_names(), expected);
   for (const std::string& name : expected) {
     const auto policy = make_policy(name);
@@ -107,6 +108,10 @@ Config gen_config() {
   p.local_window_size = *rc::gen::inRange(1, 9);
   p.tau = *rc::gen::element(0.0, 1.0, 5.0);
   p.cap_epsilon = *rc::gen::element(1e-6, 0.5);
+  p.sink_size_start = *rc::gen::inRange(0, k / 2 + 1);
+  p.sink_size_end = *rc::gen::inRange(0, k - p.sink_size_start + 1);
+  p.chunk_size = *rc::gen::element(1, 2, 3, 5, 64);
+  p.blending = *rc::gen::element(-1.0, 0.0, 0.5);
   return c;
 }
 

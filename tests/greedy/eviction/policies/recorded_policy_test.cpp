@@ -49,6 +49,7 @@ RC_GTEST_PROP(RecordedPolicy, ReplayReproducesEveryPolicyExactly, ()) {
   PolicyParams params;
   params.sinks = 2;
   params.observation_window = 3;
+  params.sink_size_start = params.sink_size_end = 2;
   for (const std::string& name : policy_names()) {
     auto policy = make_policy(name, params);
     const Trace original = simulate(group, *policy, options);
