@@ -202,7 +202,7 @@ void bind_optimum(nb::module_& m) {
           throw InputError("shared_optimum", "method", "'auto', 'explicit' or 'columns'", "'" + method + "'");
         }
         if (!(gap >= 0.0) || !(max_seconds >= 0.0)) {
-          throw InputError("shared_optimum", "gap, max_seconds", "finite numbers >= 0",
+          throw InputError("shared_optimum", "gap, max_seconds", "numbers >= 0",
                            std::to_string(gap) + ", " + std::to_string(max_seconds));
         }
         std::vector<Eigen::MatrixXd> gains;

@@ -37,24 +37,20 @@ double upper_bound_from(double diagonal, int n, long long k, const std::vector<d
   return diagonal - dual;
 }
 
-void check_arcs_per_token(int arcs_per_token, const std::string& source) {
-  if (arcs_per_token < 2 || arcs_per_token > kMaxArcsPerToken) {
-    throw InputError(source, "arcs per token", "an integer in [2, " + std::to_string(kMaxArcsPerToken) + "]",
-                     std::to_string(arcs_per_token));
-  }
-}
-
-void validate_options(const ImplicitFlowOptions& options) {
+void validate_options(const ImplicitFlowOptions& options, const std::string& source) {
   if (!std::isfinite(options.relative_gap) || options.relative_gap < 0.0) {
-    throw InputError(kSource, "relative gap", "a finite value >= 0", std::to_string(options.relative_gap));
+    throw InputError(source, "relative gap", "a finite value >= 0", std::to_string(options.relative_gap));
   }
   if (options.max_rounds < 1) {
-    throw InputError(kSource, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
+    throw InputError(source, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
   }
   if (!(options.max_seconds >= 0.0)) {
-    throw InputError(kSource, "max seconds", "a value >= 0 (0: no limit)", std::to_string(options.max_seconds));
+    throw InputError(source, "max seconds", "a value >= 0 (0: no limit)", std::to_string(options.max_seconds));
   }
-  check_arcs_per_token(options.arcs_per_token, kSource);
+  if (options.arcs_per_token < 2 || options.arcs_per_token > kMaxArcsPerToken) {
+    throw InputError(source, "arcs per token", "an integer in [2, " + std::to_string(kMaxArcsPerToken) + "]",
+                     std::to_string(options.arcs_per_token));
+  }
 }
 
 IncrementalNetworkSimplex restricted_simplex(int n, int k, const ArcCosts& costs,

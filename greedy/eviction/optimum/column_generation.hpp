@@ -23,12 +23,6 @@ namespace subevict::greedy::column_generation {
 inline constexpr const char* kSource = "implicit_flow";
 /// The most arcs per token one pricing pass adds (ImplicitFlowOptions::arcs_per_token ≤ this).
 inline constexpr int kMaxArcsPerToken = 4;
-
-/// Throws InputError (source `source`, field "arcs per token") unless arcs_per_token is in
-/// [2, kMaxArcsPerToken]: two at least, because the most violated arc a token prices may be its arc
-/// at capacity (in the network already, so not added), and an absent violated arc must still be
-/// found beside it.
-void check_arcs_per_token(int arcs_per_token, const std::string& source);
 /// Integer costs and potentials stay below 2^60 in magnitude (flow_cost_exponent), so every
 /// reduced cost (three such terms) is exact in 64 bits.
 inline constexpr int kCostBits = 60;
@@ -99,8 +93,10 @@ inline void price_arc(TokenPrice& out, int e, double earned, double shift, doubl
 [[nodiscard]] double upper_bound_from(double diagonal, int n, long long k, const std::vector<double>& y,
                                       double token_terms, int heads = 1);
 
-/// Throws InputError naming kSource for options outside their documented ranges.
-void validate_options(const ImplicitFlowOptions& options);
+/// Throws InputError naming `source` for options outside their documented ranges (arcs_per_token
+/// two at least: the most violated arc a token prices may be its arc at capacity, in the network
+/// already and so not added, and an absent violated arc must still be found beside it).
+void validate_options(const ImplicitFlowOptions& options, const std::string& source = kSource);
 
 /// The never-cached schedule's simplex with every arc of `arcs` added (budget k ≥ 1).
 [[nodiscard]] IncrementalNetworkSimplex restricted_simplex(int n, int k, const ArcCosts& costs,

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -22,6 +21,19 @@ using column_generation::TokenArc;
 using column_generation::TokenPrice;
 constexpr const char* kSource = "shared_columns";
 
+/// The rounds' options (column_generation.hpp solve_budget with H heads): the shared network has
+/// neither the single-head process form nor per-step masses.
+ImplicitFlowOptions round_options(const SharedColumnOptions& options) {
+  ImplicitFlowOptions solve;
+  solve.relative_gap = options.relative_gap;
+  solve.max_rounds = options.max_rounds;
+  solve.max_seconds = options.max_seconds;
+  solve.arcs_per_token = options.arcs_per_token;
+  solve.process_form = false;
+  solve.step_mass = false;
+  return solve;
+}
+
 int validate(const std::vector<const TriangularGains<double>*>& gains, long long total,
              const SharedColumnOptions& options) {
   if (gains.empty()) throw InputError(kSource, "heads", "at least one head");
@@ -32,14 +44,7 @@ int validate(const std::vector<const TriangularGains<double>*>& gains, long long
     }
   }
   if (total < 0) throw InputError(kSource, "total budget", "an integer >= 0", std::to_string(total));
-  if (!(options.relative_gap >= 0.0) || !std::isfinite(options.relative_gap)) {
-    throw InputError(kSource, "relative gap", "a finite value >= 0", std::to_string(options.relative_gap));
-  }
-  if (!(options.max_seconds >= 0.0)) {
-    throw InputError(kSource, "max seconds", "a value >= 0", std::to_string(options.max_seconds));
-  }
-  if (options.max_rounds < 1) throw InputError(kSource, "max rounds", "an integer >= 1", std::to_string(options.max_rounds));
-  column_generation::check_arcs_per_token(options.arcs_per_token, kSource);
+  column_generation::validate_options(round_options(options), kSource);
   return gains.front()->size();
 }
 
@@ -130,13 +135,8 @@ SharedOptimum shared_optimum_columns(const std::vector<const TriangularGains<dou
   };
   // The rounds' clock starts here; reports and the time limit count from the call's start.
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ImplicitFlowOptions solve;
-  solve.relative_gap = options.relative_gap;
-  solve.max_rounds = options.max_rounds;
-  solve.max_seconds = options.max_seconds > 0.0 ? std::max(options.max_seconds - setup, 1e-9) : 0.0;
-  solve.arcs_per_token = options.arcs_per_token;
-  solve.process_form = false;
-  solve.step_mass = false;
+  ImplicitFlowOptions solve = round_options(options);
+  if (options.max_seconds > 0.0) solve.max_seconds = std::max(options.max_seconds - setup, 1e-9);
   if (options.on_round) {
     solve.on_round = [&](const ImplicitFlowRound& round) {
       ImplicitFlowRound since_start = round;

@@ -123,12 +123,7 @@ class CompactorPolicy final : public SetScoredPolicy<CompactorPolicy> {
     }
     std::vector<double> weighted(size);
     for (std::size_t r = 0; r < size; ++r) weighted[r] = column[r] / double(in.q.size()) * vnorm_[std::size_t(m[r])];
-    std::vector<double> pooled(size);
-    for (std::size_t r = 0; r < size; ++r) {
-      const double left = r > 0 ? weighted[r - 1] : 0.0, right = r + 1 < size ? weighted[r + 1] : 0.0;
-      pooled[r] = (left + weighted[r] + right) / 3.0;
-    }
-    return pooled;
+    return pool_positions(weighted, 3, false);
   }
 
   int start_, end_, chunk_;

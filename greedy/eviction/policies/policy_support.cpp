@@ -50,6 +50,18 @@ double aggregate(GroupAggregation rule, std::span<const double> values) {
   return std::accumulate(values.begin(), values.end(), 0.0);
 }
 
+std::vector<double> pool_positions(const std::vector<double>& x, int kernel, bool take_max) {
+  const int m = int(x.size()), p = kernel / 2;
+  std::vector<double> out(x.size());
+  for (int t = 0; t < m; ++t) {
+    const int lo = std::max(0, t - p), hi = std::min(m - 1, t + p);
+    double v = take_max ? x[lo] : 0.0;
+    for (int s = lo; s <= hi; ++s) v = take_max ? std::max(v, x[s]) : v + x[s];
+    out[t] = take_max ? v : v / double(kernel);
+  }
+  return out;
+}
+
 std::vector<Eigen::MatrixXd> attention_rows(const HeadGroup& input, int first, int rows) {
   const int cols = first + rows;
   const Eigen::MatrixXd keys = input.k.topRows(cols).cast<double>();

@@ -146,6 +146,12 @@ class SetScoredPolicy : public RankedPolicy<Derived> {
 /// sum, mean or max of `values` (non-empty).
 [[nodiscard]] double aggregate(GroupAggregation rule, std::span<const double> values);
 
+/// `x` pooled along its positions with an odd `kernel` ≥ 1 centred on each: the maximum over the
+/// positions inside x (take_max), or the sum over them divided by `kernel` (positions beyond the
+/// ends count as zeros, as torch's avg_pool1d with padding kernel / 2). Sums in ascending
+/// position order from 0.
+[[nodiscard]] std::vector<double> pool_positions(const std::vector<double>& x, int kernel, bool take_max);
+
 /// Full causal attention rows [first, first + rows) of every query head of `input` over the keys
 /// 0..first + rows − 1 (row r holds a_{first+r} in its first first + r + 1 columns, zeros after):
 /// one rows x (first + rows) matrix per head. One GEMM per head, O(g rows (first + rows) d).

@@ -99,15 +99,7 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
   }
   [[nodiscard]] std::vector<double> pool(const std::vector<double>& x) const {
     if (pooling_ == Pooling::kNone || kernel_ == 1) return x;
-    const int m = int(x.size()), p = kernel_ / 2;
-    std::vector<double> out(x.size());
-    for (int t = 0; t < m; ++t) {
-      const int lo = std::max(0, t - p), hi = std::min(m - 1, t + p);
-      double v = pooling_ == Pooling::kMax ? x[lo] : 0.0;
-      for (int s = lo; s <= hi; ++s) v = pooling_ == Pooling::kMax ? std::max(v, x[s]) : v + x[s];
-      out[t] = pooling_ == Pooling::kMax ? v : v / double(kernel_);
-    }
-    return out;
+    return pool_positions(x, kernel_, pooling_ == Pooling::kMax);
   }
   int window_;
   Pooling pooling_;
