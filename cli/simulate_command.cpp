@@ -196,6 +196,9 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
     const auto [layer, kv] = heads[std::size_t(h)];
     greedy::HeadEvaluationOptions head_options = options;
     if (w.shape().tokens > options.stored_gains_tokens) {  // streamed gains: a round takes minutes
+      head_options.on_progress = [&, layer = layer, kv = kv](const std::string& what) {
+        progress.advance(0, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) + ": " + what + ")");
+      };
       head_options.on_optimum_round = [&, layer = layer, kv = kv](const greedy::ImplicitFlowRound& r) {
         progress.advance(0, "(layer " + std::to_string(layer) + ", KV head " + std::to_string(kv) +
                                 ": optimum round " + std::to_string(r.round) + ", relative gap " +

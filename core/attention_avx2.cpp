@@ -134,14 +134,11 @@ SUBEVICT_AVX2 inline void exponentiate(double* s, int keys, __m256d m0, __m256d 
   }
 }
 
-/// Per-head packed operands and scratch.
+/// Per-head packed operands, read by every thread.
 struct Workspace {
   int n, d, key_tiles, keys_padded, dim_tiles;
   std::vector<double> keys;     // [key tile][p < d][6]
   std::vector<double> values;   // [dim tile][key < keys_padded][6]
-  std::vector<double> queries;  // [panel in block][p < d][8]
-  std::vector<double> scores;   // [panel in block][key < keys_padded][8]
-  std::vector<double> outputs;  // [panel in block][dim tile][6][8]
 
   Workspace(const float* k, const float* v, int n_, int d_)
       : n(n_),
@@ -150,10 +147,7 @@ struct Workspace {
         keys_padded(key_tiles * kCols),
         dim_tiles((d_ + kCols - 1) / kCols),
         keys(std::size_t(keys_padded) * d_, 0.0),
-        values(std::size_t(dim_tiles) * keys_padded * kCols, 0.0),
-        queries(std::size_t(kBlockPanels) * d_ * kRows),
-        scores(std::size_t(kBlockPanels) * keys_padded * kRows),
-        outputs(std::size_t(kBlockPanels) * dim_tiles * kCols * kRows) {
+        values(std::size_t(dim_tiles) * keys_padded * kCols, 0.0) {
     for (int j = 0; j < n; ++j) {
       const float* kj = k + std::size_t(j) * d;
       double* dst = keys.data() + std::size_t(j / kCols) * d * kCols + j % kCols;
@@ -165,15 +159,27 @@ struct Workspace {
   }
 };
 
+/// One thread's scratch for a block of panels.
+struct Scratch {
+  std::vector<double> queries;  // [panel in block][p < d][8]
+  std::vector<double> scores;   // [panel in block][key < keys_padded][8]
+  std::vector<double> outputs;  // [panel in block][dim tile][6][8]
+
+  explicit Scratch(const Workspace& w)
+      : queries(std::size_t(kBlockPanels) * w.d * kRows),
+        scores(std::size_t(kBlockPanels) * w.keys_padded * kRows),
+        outputs(std::size_t(kBlockPanels) * w.dim_tiles * kCols * kRows) {}
+};
+
 /// Rows [first, first + 8 * panels) of one head (the block's panels), into the outputs.
-SUBEVICT_AVX2 void block_rows(Workspace& w, const float* q, int first, int panels, double scale,
-                              double* log_normalizer, double* output) {
+SUBEVICT_AVX2 void block_rows(const Workspace& w, Scratch& x, const float* q, int first, int panels,
+                              double scale, double* log_normalizer, double* output) {
   const int n = w.n, d = w.d;
   int visible[kBlockPanels] = {};  // keys a panel computes: its visible keys rounded up to a tile
   for (int b = 0; b < panels; ++b) {
     const int i0 = first + b * kRows;
     visible[b] = round_up(std::min(n, i0 + kRows), kCols);
-    double* qp = w.queries.data() + std::size_t(b) * d * kRows;
+    double* qp = x.queries.data() + std::size_t(b) * d * kRows;
     for (int r = 0; r < kRows; ++r) {
       const float* qi = q + std::size_t(i0 + r) * d;
       for (int p = 0; p < d; ++p) qp[std::size_t(p) * kRows + r] = i0 + r < n ? double(qi[p]) : 0.0;
@@ -183,9 +189,9 @@ SUBEVICT_AVX2 void block_rows(Workspace& w, const float* q, int first, int panel
   for (int t = 0; t < visible[panels - 1] / kCols; ++t) {
     for (int b = 0; b < panels; ++b) {
       if (t * kCols >= visible[b]) continue;
-      tile_8x6(w.queries.data() + std::size_t(b) * d * kRows,
+      tile_8x6(x.queries.data() + std::size_t(b) * d * kRows,
                w.keys.data() + std::size_t(t) * d * kCols, d,
-               w.scores.data() + (std::size_t(b) * w.keys_padded + std::size_t(t) * kCols) * kRows,
+               x.scores.data() + (std::size_t(b) * w.keys_padded + std::size_t(t) * kCols) * kRows,
                false);
     }
   }
@@ -193,7 +199,7 @@ SUBEVICT_AVX2 void block_rows(Workspace& w, const float* q, int first, int panel
   alignas(32) double sums[kBlockPanels][kRows];
   for (int b = 0; b < panels; ++b) {
     const int i0 = first + b * kRows;
-    double* s = w.scores.data() + std::size_t(b) * w.keys_padded * kRows;
+    double* s = x.scores.data() + std::size_t(b) * w.keys_padded * kRows;
     __m256d m0, m1, sum0, sum1;
     scale_mask_max(s, visible[b], i0, scale, m0, m1);
     exponentiate(s, visible[b], m0, m1, sum0, sum1);
@@ -209,16 +215,16 @@ SUBEVICT_AVX2 void block_rows(Workspace& w, const float* q, int first, int panel
     for (int b = 0; b < panels; ++b) {
       if (c0 >= visible[b]) continue;
       const int depth = std::min(kDepthChunk, visible[b] - c0);
-      const double* a = w.scores.data() + (std::size_t(b) * w.keys_padded + c0) * kRows;
+      const double* a = x.scores.data() + (std::size_t(b) * w.keys_padded + c0) * kRows;
       for (int t = 0; t < w.dim_tiles; ++t) {
         tile_8x6(a, w.values.data() + (std::size_t(t) * w.keys_padded + c0) * kCols, depth,
-                 w.outputs.data() + b * out_stride + std::size_t(t) * kCols * kRows, c0 > 0);
+                 x.outputs.data() + b * out_stride + std::size_t(t) * kCols * kRows, c0 > 0);
       }
     }
   }
   for (int b = 0; b < panels; ++b) {
     const int i0 = first + b * kRows;
-    const double* o = w.outputs.data() + b * out_stride;
+    const double* o = x.outputs.data() + b * out_stride;
     for (int r = 0; r < kRows && i0 + r < n; ++r) {
       double* dst = output + std::size_t(i0 + r) * d;
       for (int c = 0; c < d; ++c) dst[c] = o[std::size_t(c) * kRows + r] / sums[b][r];
@@ -309,6 +315,140 @@ SUBEVICT_AVX2 void sse2_order_scores_avx2(const float* keys_t, int m, int d, int
   }
 }
 
+namespace {
+
+/// The end of an entry vector's sse2-order score (sse2_order_scores_avx2): even + odd, + the last
+/// column's product when d is odd, then 0 + the result.
+SUBEVICT_AVX2 inline __m256d finish_sse2_order(__m256d even, __m256d odd, const float* last_keys,
+                                               const double* query, int d) {
+  __m256d sum = _mm256_add_pd(even, odd);
+  if (d % 2 == 1)
+    sum = _mm256_add_pd(sum, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(last_keys)),
+                                           _mm256_broadcast_sd(query + d - 1)));
+  return _mm256_add_pd(_mm256_setzero_pd(), sum);
+}
+
+}  // namespace
+
+SUBEVICT_AVX2 void sse2_order_score_block_avx2(const float* keys_t, int m, int d, int stride,
+                                               const double* queries, int count, double* scores,
+                                               int ldc) {
+  // Lanes are 4 entries; 4 queries share every key load, their even and odd sums in registers.
+  // Each (query, entry) pair takes exactly sse2_order_scores_avx2's operations.
+  constexpr int kQueries = 4;
+  const int vectors = m / 4 * 4;
+  const float* last = keys_t + std::size_t(d - 1) * stride;
+  for (int e = 0; e < vectors; e += 4) {
+    int b = 0;
+    for (; b + kQueries <= count; b += kQueries) {
+      const double* q0 = queries + std::size_t(b) * d;
+      const double *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
+      __m256d e0 = _mm256_setzero_pd(), o0 = e0, e1 = e0, o1 = e0, e2 = e0, o2 = e0, e3 = e0, o3 = e0;
+      for (int j = 0; j + 2 <= d; j += 2) {
+        const __m256d ke = _mm256_cvtps_pd(_mm_loadu_ps(keys_t + std::size_t(j) * stride + e));
+        const __m256d ko = _mm256_cvtps_pd(_mm_loadu_ps(keys_t + std::size_t(j + 1) * stride + e));
+        e0 = _mm256_add_pd(e0, _mm256_mul_pd(ke, _mm256_broadcast_sd(q0 + j)));
+        o0 = _mm256_add_pd(o0, _mm256_mul_pd(ko, _mm256_broadcast_sd(q0 + j + 1)));
+        e1 = _mm256_add_pd(e1, _mm256_mul_pd(ke, _mm256_broadcast_sd(q1 + j)));
+        o1 = _mm256_add_pd(o1, _mm256_mul_pd(ko, _mm256_broadcast_sd(q1 + j + 1)));
+        e2 = _mm256_add_pd(e2, _mm256_mul_pd(ke, _mm256_broadcast_sd(q2 + j)));
+        o2 = _mm256_add_pd(o2, _mm256_mul_pd(ko, _mm256_broadcast_sd(q2 + j + 1)));
+        e3 = _mm256_add_pd(e3, _mm256_mul_pd(ke, _mm256_broadcast_sd(q3 + j)));
+        o3 = _mm256_add_pd(o3, _mm256_mul_pd(ko, _mm256_broadcast_sd(q3 + j + 1)));
+      }
+      double* out = scores + std::size_t(b) * ldc + e;
+      _mm256_storeu_pd(out, finish_sse2_order(e0, o0, last + e, q0, d));
+      _mm256_storeu_pd(out + ldc, finish_sse2_order(e1, o1, last + e, q1, d));
+      _mm256_storeu_pd(out + 2 * std::size_t(ldc), finish_sse2_order(e2, o2, last + e, q2, d));
+      _mm256_storeu_pd(out + 3 * std::size_t(ldc), finish_sse2_order(e3, o3, last + e, q3, d));
+    }
+    for (; b < count; ++b) {
+      const double* q = queries + std::size_t(b) * d;
+      __m256d even = _mm256_setzero_pd(), odd = even;
+      for (int j = 0; j + 2 <= d; j += 2) {
+        const __m256d ke = _mm256_cvtps_pd(_mm_loadu_ps(keys_t + std::size_t(j) * stride + e));
+        const __m256d ko = _mm256_cvtps_pd(_mm_loadu_ps(keys_t + std::size_t(j + 1) * stride + e));
+        even = _mm256_add_pd(even, _mm256_mul_pd(ke, _mm256_broadcast_sd(q + j)));
+        odd = _mm256_add_pd(odd, _mm256_mul_pd(ko, _mm256_broadcast_sd(q + j + 1)));
+      }
+      _mm256_storeu_pd(scores + std::size_t(b) * ldc + e, finish_sse2_order(even, odd, last + e, q, d));
+    }
+  }
+  for (int e = vectors; e < m; ++e) {  // the entries past the last vector, one by one
+    for (int b = 0; b < count; ++b) {
+      const double* q = queries + std::size_t(b) * d;
+      double even = 0.0, odd = 0.0;
+      for (int j = 0; j + 2 <= d; j += 2) {
+        even = even + double(keys_t[std::size_t(j) * stride + e]) * q[j];
+        odd = odd + double(keys_t[std::size_t(j + 1) * stride + e]) * q[j + 1];
+      }
+      double sum = even + odd;
+      if (d % 2 == 1) sum = sum + double(last[e]) * q[d - 1];
+      scores[std::size_t(b) * ldc + e] = 0.0 + sum;
+    }
+  }
+}
+
+SUBEVICT_AVX2 void gathered_weighted_rows_avx2(const float* rows, int stride, const int* index,
+                                               int count, const double* weights, int ldw,
+                                               int queries, int d, double* out, int ldo) {
+  // Chunks of tokens whose value rows and weights stay in L2 while every (dimension tile, query
+  // quad) passes; the partial sums go back to `out` between chunks (the same FMA sequence).
+  constexpr int kChunk = 256;
+  const int tiles = d / 8 * 8;
+  for (int b = 0; b < queries; ++b) std::fill(out + std::size_t(b) * ldo, out + std::size_t(b) * ldo + d, 0.0);
+  for (int u0 = 0; u0 < count; u0 += kChunk) {
+    const int u1 = std::min(count, u0 + kChunk);
+    for (int c = 0; c < tiles; c += 8) {
+      int b = 0;
+      for (; b + 4 <= queries; b += 4) {
+        double* o = out + std::size_t(b) * ldo + c;
+        const double* w = weights + std::size_t(b) * ldw;
+        __m256d a00 = _mm256_loadu_pd(o), a01 = _mm256_loadu_pd(o + 4);
+        __m256d a10 = _mm256_loadu_pd(o + ldo), a11 = _mm256_loadu_pd(o + ldo + 4);
+        __m256d a20 = _mm256_loadu_pd(o + 2 * std::size_t(ldo)), a21 = _mm256_loadu_pd(o + 2 * std::size_t(ldo) + 4);
+        __m256d a30 = _mm256_loadu_pd(o + 3 * std::size_t(ldo)), a31 = _mm256_loadu_pd(o + 3 * std::size_t(ldo) + 4);
+        for (int u = u0; u < u1; ++u) {
+          const float* r = rows + std::size_t(index[u]) * stride + c;
+          const __m256d v0 = _mm256_cvtps_pd(_mm_loadu_ps(r)), v1 = _mm256_cvtps_pd(_mm_loadu_ps(r + 4));
+          __m256d wb = _mm256_broadcast_sd(w + u);
+          a00 = _mm256_fmadd_pd(wb, v0, a00), a01 = _mm256_fmadd_pd(wb, v1, a01);
+          wb = _mm256_broadcast_sd(w + ldw + u);
+          a10 = _mm256_fmadd_pd(wb, v0, a10), a11 = _mm256_fmadd_pd(wb, v1, a11);
+          wb = _mm256_broadcast_sd(w + 2 * std::size_t(ldw) + u);
+          a20 = _mm256_fmadd_pd(wb, v0, a20), a21 = _mm256_fmadd_pd(wb, v1, a21);
+          wb = _mm256_broadcast_sd(w + 3 * std::size_t(ldw) + u);
+          a30 = _mm256_fmadd_pd(wb, v0, a30), a31 = _mm256_fmadd_pd(wb, v1, a31);
+        }
+        _mm256_storeu_pd(o, a00), _mm256_storeu_pd(o + 4, a01);
+        _mm256_storeu_pd(o + ldo, a10), _mm256_storeu_pd(o + ldo + 4, a11);
+        _mm256_storeu_pd(o + 2 * std::size_t(ldo), a20), _mm256_storeu_pd(o + 2 * std::size_t(ldo) + 4, a21);
+        _mm256_storeu_pd(o + 3 * std::size_t(ldo), a30), _mm256_storeu_pd(o + 3 * std::size_t(ldo) + 4, a31);
+      }
+      for (; b < queries; ++b) {
+        double* o = out + std::size_t(b) * ldo + c;
+        const double* w = weights + std::size_t(b) * ldw;
+        __m256d a0 = _mm256_loadu_pd(o), a1 = _mm256_loadu_pd(o + 4);
+        for (int u = u0; u < u1; ++u) {
+          const float* r = rows + std::size_t(index[u]) * stride + c;
+          const __m256d wb = _mm256_broadcast_sd(w + u);
+          a0 = _mm256_fmadd_pd(wb, _mm256_cvtps_pd(_mm_loadu_ps(r)), a0);
+          a1 = _mm256_fmadd_pd(wb, _mm256_cvtps_pd(_mm_loadu_ps(r + 4)), a1);
+        }
+        _mm256_storeu_pd(o, a0), _mm256_storeu_pd(o + 4, a1);
+      }
+    }
+    for (int c = tiles; c < d; ++c) {  // the dimensions past the last tile, one by one
+      for (int b = 0; b < queries; ++b) {
+        double acc = out[std::size_t(b) * ldo + c];
+        const double* w = weights + std::size_t(b) * ldw;
+        for (int u = u0; u < u1; ++u) acc = std::fma(w[u], double(rows[std::size_t(index[u]) * stride + c]), acc);
+        out[std::size_t(b) * ldo + c] = acc;
+      }
+    }
+  }
+}
+
 SUBEVICT_AVX2 void score_tile_avx2(const double* queries, int panels, const double* keys,
                                    int key_tiles, int d, double* scores, int ldc) {
   for (int t = 0; t < key_tiles; ++t) {
@@ -320,12 +460,20 @@ SUBEVICT_AVX2 void score_tile_avx2(const double* queries, int panels, const doub
 }
 
 void exact_attention_rows_avx2(const float* q, const float* k, const float* v, int n, int d,
-                               double scale, double* log_normalizer, double* output) {
-  Workspace w(k, v, n, d);
-  const int block = kBlockPanels * kRows;
-  for (int first = 0; first < n; first += block) {
-    const int panels = std::min(kBlockPanels, (n - first + kRows - 1) / kRows);
-    block_rows(w, q, first, panels, scale, log_normalizer, output);
+                               double scale, double* log_normalizer, double* output, int threads) {
+  const Workspace w(k, v, n, d);
+  const int block = kBlockPanels * kRows, blocks = (n + block - 1) / block;
+  // Rows are independent: any thread count computes the same bits. Later blocks see more keys,
+  // so they are dealt dynamically, latest first.
+#pragma omp parallel num_threads(std::max(1, std::min(threads, blocks)))
+  {
+    Scratch x(w);
+#pragma omp for schedule(dynamic, 1)
+    for (int b = blocks - 1; b >= 0; --b) {
+      const int first = b * block;
+      const int panels = std::min(kBlockPanels, (n - first + kRows - 1) / kRows);
+      block_rows(w, x, q, first, panels, scale, log_normalizer, output);
+    }
   }
 }
 

@@ -30,9 +30,11 @@ void exp_flushed_avx2(const double* x, int count, double* out);
 /// inputs (products exact in double); the softmax is max-shifted, exp(x) is exactly 0 below
 /// kLogMinNormal (as core/attention.hpp underflow_exp) and within 2 ulp above it. Preconditions:
 /// n >= 1, d >= 1, finite inputs, a CPU with AVX2 and FMA. Cost 2 n^2 d flops (causal), memory
-/// O(n d) doubles.
+/// O(n d) doubles, plus 16 (n + 6) doubles of scratch per thread. Blocks of 16 rows are dealt to
+/// `threads` OpenMP threads (one inside another parallel region); every row's arithmetic is the
+/// same on any count.
 void exact_attention_rows_avx2(const float* q, const float* k, const float* v, int n, int d,
-                               double scale, double* log_normalizer, double* output);
+                               double scale, double* log_normalizer, double* output, int threads = 1);
 
 /// out[h * d + c] = sum_{e < m} weights[h * m + e] * rows[e * stride + c] for h < g, c < d: the
 /// d x g product rows^T weights with float rows m x d (row-major, row stride `stride` >= d) and
@@ -61,6 +63,21 @@ void score_tile_avx2(const double* queries, int panels, const double* keys, int 
 /// cmake/CompilerOptions.cmake).
 void sse2_order_scores_avx2(const float* keys_t, int m, int d, int stride, const double* query,
                             double* scores);
+
+/// scores[b * ldc + e] = sse2_order_scores_avx2(keys_t, m, d, stride, queries + b * d)[e] for
+/// b < count, e < m, bit for bit: the same operations per (query, entry), with every key load
+/// shared by four queries (count queries row-major, d doubles each; ldc >= m). Preconditions as
+/// sse2_order_scores_avx2's, d >= 1.
+void sse2_order_score_block_avx2(const float* keys_t, int m, int d, int stride,
+                                 const double* queries, int count, double* scores, int ldc);
+
+/// out[b * ldo + c] = sum_{u < count} weights[b * ldw + u] * rows[index[u] * stride + c] for
+/// b < queries, c < d: value rows gathered by index (float, converted exactly), each sum from 0
+/// with one FMA per u in ascending u, so every entry equals the scalar std::fma loop bit for bit.
+/// Preconditions: every index[u] a row of `rows`, ldw >= count, ldo >= d, a CPU with AVX2 and FMA.
+void gathered_weighted_rows_avx2(const float* rows, int stride, const int* index, int count,
+                                 const double* weights, int ldw, int queries, int d, double* out,
+                                 int ldo);
 #endif
 
 }  // namespace subevict::detail

@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 
 #include "core/cpu_path.hpp"
+#include "core/exact_attention_rows.hpp"
 #include "core/workload.hpp"
 
 namespace subevict {
@@ -28,5 +29,21 @@ namespace subevict {
 void cached_scores(const Eigen::Ref<const RowMatrixf>& keys_t,
                    const Eigen::Ref<const Eigen::VectorXd>& query,
                    Eigen::Ref<Eigen::VectorXd> scores, CpuPath path);
+
+/// Whether cached_scores forms m entries' scores (head dimension d) by the matrix-vector kernel
+/// (true) or coefficient by coefficient (a product too small for the kernel): a (query, key) pair
+/// scored among m entries and among m' entries gets the same bits exactly when this agrees on m
+/// and m' (it does for all m, m' >= 2 at d >= 17).
+[[nodiscard]] bool cached_scores_by_kernel(Eigen::Index m, Eigen::Index d);
+
+/// scores.row(b) = cached_scores(keys_t, queries.row(b)^T, path) for every query b, bit for bit:
+/// the scores of a block of queries (count x d, row-major) against the same cached keys (scores
+/// count x m). Where cached_scores would take its AVX2 kernel, every key load serves four
+/// queries (the per-step product reads the whole cache once per query; the block, once per four);
+/// elsewhere it is cached_scores per query. Query quads are dealt to `threads` OpenMP threads (one
+/// inside another parallel region); the bits do not depend on the count. Throws as cached_scores,
+/// and std::invalid_argument when the sizes disagree or threads < 1.
+void cached_score_block(const Eigen::Ref<const RowMatrixf>& keys_t, const Eigen::Ref<const RowMatrixd>& queries,
+                        Eigen::Ref<RowMatrixd> scores, CpuPath path, int threads = 1);
 
 }  // namespace subevict

@@ -25,13 +25,11 @@ int chunks(int n, int size) { return (n + size - 1) / size; }
 
 }  // namespace
 
-CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int threads,
-                                     CpuPath path)
-    : q_(q), k_(k), scale_(scale), path_(path), n_(int(q.rows())), d_(int(q.cols())) {
-  if (n_ == 0 || d_ == 0 || k.rows() != q.rows() || k.cols() != q.cols()) {
+void CausalWeightTiles::prepare() {
+  if (n_ == 0 || d_ == 0 || k_.rows() != q_.rows() || k_.cols() != q_.cols()) {
     throw std::invalid_argument("CausalWeightTiles: q and k must both be n x d with n, d >= 1, got q " +
-                                std::to_string(q.rows()) + "x" + std::to_string(q.cols()) + ", k " +
-                                std::to_string(k.rows()) + "x" + std::to_string(k.cols()));
+                                std::to_string(q_.rows()) + "x" + std::to_string(q_.cols()) + ", k " +
+                                std::to_string(k_.rows()) + "x" + std::to_string(k_.cols()));
   }
   if (path_ == CpuPath::kAvx2Fma) {
     if (!cpu_supports_avx2_fma()) {
@@ -41,9 +39,29 @@ CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& 
     packed_keys_.assign(std::size_t(padded) * d_, 0.0);
     for (int j = 0; j < n_; ++j) {
       double* dst = packed_keys_.data() + std::size_t(j / kTileKeys) * d_ * kTileKeys + j % kTileKeys;
-      for (int p = 0; p < d_; ++p) dst[std::size_t(p) * kTileKeys] = double(k(j, p));
+      for (int p = 0; p < d_; ++p) dst[std::size_t(p) * kTileKeys] = double(k_(j, p));
     }
   }
+}
+
+CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
+                                     std::vector<double> log_normalizer, CpuPath path)
+    : q_(q), k_(k), scale_(scale), path_(path), n_(int(q.rows())), d_(int(q.cols())),
+      log_normalizer_(std::move(log_normalizer)) {
+  prepare();
+  bool finite = log_normalizer_.size() == std::size_t(n_);
+  for (double x : log_normalizer_) finite = finite && std::isfinite(x);
+  if (!finite) {
+    throw std::invalid_argument("CausalWeightTiles: expected " + std::to_string(n_) +
+                                " finite log normalizers, got " + std::to_string(log_normalizer_.size()) +
+                                " values or a non-finite one");
+  }
+}
+
+CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int threads,
+                                     CpuPath path)
+    : q_(q), k_(k), scale_(scale), path_(path), n_(int(q.rows())), d_(int(q.cols())) {
+  prepare();
   // L_i: a running maximum m and sum s per row over the row's key chunks, s rescaled whenever m
   // grows; every exponent is ≤ 0.
   log_normalizer_.assign(std::size_t(n_), 0.0);
@@ -114,7 +132,9 @@ void CausalWeightTiles::tile(int first_row, int first_key, std::vector<double>& 
   scores(first_row, first_key, scratch, out);
   for (int c = 0; c < kKeyChunk; ++c) {
     double* column = out + std::size_t(c) * kRowBlock;
-    for (int r = 0; r < kRowBlock && first_row + r < n_; ++r) column[r] -= log_normalizer_[std::size_t(first_row + r)];
+    for (int r = 0; r < kRowBlock && first_row + r < n_; ++r) {
+      column[r] = std::min(0.0, column[r] - log_normalizer_[std::size_t(first_row + r)]);
+    }
   }
   if (path_ == CpuPath::kAvx2Fma) {
 #if defined(SUBEVICT_HAVE_AVX2_KERNELS)

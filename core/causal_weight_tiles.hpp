@@ -37,6 +37,14 @@ class CausalWeightTiles {
   CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int threads = 1,
                     CpuPath path = active_cpu_path());
 
+  /// The head's weights with the normalizers given instead of computed (no construction pass):
+  /// L_i for i < n as exact_attention_rows computes them on the same path (from the same scores,
+  /// summed in another order). A tile clamps every exponent at 0, so a normalizer that rounding
+  /// leaves an ulp below its row's largest score gives that weight 1. Throws as the other
+  /// constructor, and std::invalid_argument unless log_normalizer holds n finite values.
+  CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, std::vector<double> log_normalizer,
+                    CpuPath path = active_cpu_path());
+
   /// n.
   [[nodiscard]] int size() const { return n_; }
 
@@ -56,6 +64,8 @@ class CausalWeightTiles {
   [[nodiscard]] double weight(int i, int j) const;
 
  private:
+  /// Checks the shapes and the path, packs the keys (AVX2 path).
+  void prepare();
   /// Raw scaled scores of a tile into out (same layout as tile), −inf where the key is after the
   /// row or past n.
   void scores(int first_row, int first_key, std::vector<double>& scratch, double* out) const;

@@ -46,7 +46,7 @@ ExactRows portable_rows(const ConstHeadMap& q, const ConstHeadMap& k, const Cons
 }  // namespace
 
 ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k, const ConstHeadMap& v,
-                               double scale, CpuPath path, int window) {
+                               double scale, CpuPath path, int window, int threads) {
   const Eigen::Index n = q.rows(), d = q.cols();
   if (n == 0 || k.rows() != n || v.rows() != n || k.cols() != d || v.cols() != d || d == 0) {
     throw std::invalid_argument(
@@ -56,6 +56,7 @@ ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k, con
         std::to_string(v.cols()));
   }
   if (window < 0) throw std::invalid_argument("exact_attention_rows: window must be >= 0");
+  if (threads < 1) throw std::invalid_argument("exact_attention_rows: threads must be >= 1");
   if (path == CpuPath::kPortable || window > 0) return portable_rows(q, k, v, scale, window);
   if (!cpu_supports_avx2_fma()) {
     throw InputError("exact attention rows", "cpu path avx2", "a CPU with AVX2 and FMA");
@@ -63,7 +64,7 @@ ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k, con
 #if defined(SUBEVICT_HAVE_AVX2_KERNELS)
   ExactRows rows{std::vector<double>(std::size_t(n)), RowMatrixd(n, d)};
   detail::exact_attention_rows_avx2(q.data(), k.data(), v.data(), int(n), int(d), scale,
-                                    rows.log_normalizer.data(), rows.output.data());
+                                    rows.log_normalizer.data(), rows.output.data(), threads);
   return rows;
 #else
   return portable_rows(q, k, v, scale, window);  // unreachable: cpu_supports_avx2_fma() is false

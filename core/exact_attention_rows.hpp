@@ -33,9 +33,12 @@ struct ExactRows {
 /// With a sliding window of `window` keys (> 0) the sums run over j in
 /// [first_visible_key(i, window), i] (core/attention.hpp), on the portable path whatever `path`
 /// says (the AVX2 kernel is causal only); window < 0 throws std::invalid_argument.
+/// The AVX2 path deals its row blocks to `threads` OpenMP threads (the same bits on any count);
+/// the portable path runs on one. threads < 1 throws std::invalid_argument.
 [[nodiscard]] ExactRows exact_attention_rows(const ConstHeadMap& q, const ConstHeadMap& k,
                                              const ConstHeadMap& v, double scale,
-                                             CpuPath path = active_cpu_path(), int window = 0);
+                                             CpuPath path = active_cpu_path(), int window = 0,
+                                             int threads = 1);
 
 /// How far two paths' exact rows may differ (the same quantities computed in double with other
 /// summation orders, FMA, and exp within 2 ulp). With M = max_ij scale ||q_i|| ||k_j|| and

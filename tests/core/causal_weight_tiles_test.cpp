@@ -57,8 +57,16 @@ std::vector<long double> reference_row(const Head& h, int i, double scale) {
   return s;
 }
 
-void check_tiles(const Head& h, double scale, CpuPath path) {
-  const CausalWeightTiles tiles(h.Q(), h.K(), scale, 2, path);
+/// The tiles of h, with the normalizers computed by the pass or (given) by exact_attention_rows.
+CausalWeightTiles make_tiles(const Head& h, double scale, CpuPath path, bool given) {
+  if (!given) return CausalWeightTiles(h.Q(), h.K(), scale, 2, path);
+  // The values do not enter L_i: the keys serve.
+  return CausalWeightTiles(h.Q(), h.K(), scale, exact_attention_rows(h.Q(), h.K(), h.K(), scale, path).log_normalizer,
+                           path);
+}
+
+void check_tiles(const Head& h, double scale, CpuPath path, bool given = false) {
+  const CausalWeightTiles tiles = make_tiles(h, scale, path, given);
   const double relative = 2.0 * exact_rows_tolerance(h.n, h.d, score_magnitude(h.Q(), h.K(), scale)).log_normalizer;
   constexpr int kRows = CausalWeightTiles::kRowBlock, kKeys = CausalWeightTiles::kKeyChunk;
   std::vector<double> scratch, out(std::size_t(kRows) * kKeys);
@@ -76,6 +84,7 @@ void check_tiles(const Head& h, double scale, CpuPath path) {
             continue;
           }
           const long double want = rows[r][j];
+          RC_ASSERT(got <= 1.0);
           RC_ASSERT(std::abs(got - want) <= relative * want + 4 * DBL_MIN);
           RC_ASSERT(std::abs(tiles.weight(i, j) - want) <= relative * want + 4 * DBL_MIN);
         }
@@ -95,12 +104,24 @@ RC_GTEST_PROP(CausalWeightTiles, Avx2TilesMatchTheDefinition, ()) {
   check_tiles(h, 1.0 / std::sqrt(double(h.d)), CpuPath::kAvx2Fma);
 }
 
+RC_GTEST_PROP(CausalWeightTiles, GivenNormalizersOfTheExactRowsGiveTheSameWeights, ()) {
+  // The simulator's exact rows hand their L_i to the streamed optimum's tiles (no second pass).
+  const Head h = gen_head();
+  for (CpuPath path : {CpuPath::kPortable, CpuPath::kAvx2Fma}) {
+    if (path == CpuPath::kAvx2Fma && !cpu_supports_avx2_fma()) continue;
+    check_tiles(h, 1.0 / std::sqrt(double(h.d)), path, true);
+  }
+}
+
 TEST(CausalWeightTiles, RejectsMismatchedShapes) {
   std::vector<float> q(12, 0.5f), k(8, 0.5f);
   EXPECT_THROW(CausalWeightTiles(ConstHeadMap(q.data(), 4, 3), ConstHeadMap(k.data(), 4, 2), 1.0),
                std::invalid_argument);
   EXPECT_THROW(CausalWeightTiles(ConstHeadMap(q.data(), 0, 3), ConstHeadMap(k.data(), 0, 3), 1.0),
                std::invalid_argument);
+  const ConstHeadMap square(q.data(), 4, 2);
+  EXPECT_THROW(CausalWeightTiles(square, square, 1.0, std::vector<double>(3, 0.0)), std::invalid_argument);
+  EXPECT_THROW(CausalWeightTiles(square, square, 1.0, std::vector<double>{0.0, 1.0, NAN, 2.0}), std::invalid_argument);
 }
 
 }  // namespace

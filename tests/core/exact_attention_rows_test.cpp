@@ -174,6 +174,22 @@ TEST(ExactAttentionRows, Avx2MatchesThePortablePathOnAnLlmLikeHead) {
   }
 }
 
+TEST(ExactAttentionRows, Avx2GivesTheSameBitsOnAnyThreadCount) {
+  if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  // 301 rows: nineteen 16-row blocks dealt to 1, 2 and 3 threads.
+  WorkloadSpec spec = spec_from_preset("llama2-7b", 301, 1, 5);
+  const Workload w = generate_workload(spec);
+  const ConstHeadMap q = w.q(0, 2), k = w.k(0, 2), v = w.v(0, 2);
+  const ExactRows one = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kAvx2Fma, 0, 1);
+  for (int threads : {2, 3}) {
+    const ExactRows many = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kAvx2Fma, 0, threads);
+    EXPECT_EQ(many.log_normalizer, one.log_normalizer) << threads;
+    EXPECT_TRUE(many.output == one.output) << threads;
+  }
+  EXPECT_THROW((void)exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kAvx2Fma, 0, 0),
+               std::invalid_argument);
+}
+
 TEST(ExactAttentionRows, EqualScoresGiveTheMeanOfTheValues) {
   // q = 0: every score is 0, so L_i = log(i + 1) and o_i is the mean of v_0..v_i.
   Head h{37, 7, std::vector<float>(37 * 7, 0.0f), {}, {}};

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <thread>
 
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
@@ -110,12 +112,14 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
   }
 }
 
-/// The optimum of every budget of one head on streamed gains into `out` (no oracle). Precondition:
-/// mode kFlow or kCertified (evaluate_head_budgets refuses kOracle here).
+/// The optimum of every budget of one head on streamed gains into `out` (no oracle), with the
+/// normalizers of the policies' exact rows when they were computed. Precondition: mode kFlow or
+/// kCertified (evaluate_head_budgets refuses kOracle here).
 void add_streamed_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
-                         std::vector<HeadEvaluation>& out) {
-  store_optima(streamed_flow_optima(StreamedGains(group, options.threads), budgets, flow_options(options)),
-               group.window, out);
+                         const std::vector<ExactRows>& exact, std::vector<HeadEvaluation>& out) {
+  const StreamedGains gains =
+      exact.empty() ? StreamedGains(group, options.threads) : StreamedGains(group, exact, options.threads);
+  store_optima(streamed_flow_optima(gains, budgets, flow_options(options)), group.window, out);
 }
 
 }  // namespace
@@ -147,8 +151,12 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
                          " tokens (the oracle sorts rows of the stored gains)",
                      "oracle at " + std::to_string(group.tokens()) + " tokens");
   }
+  const auto report = [&](const std::string& what) {
+    if (options.on_progress) options.on_progress(what);
+  };
   // Shared by every policy and budget; none to compute for the optimum alone.
-  const std::vector<ExactRows> exact = policies.empty() ? std::vector<ExactRows>{} : group_exact_rows(group);
+  if (!policies.empty()) report("exact rows");
+  const std::vector<ExactRows> exact = policies.empty() ? std::vector<ExactRows>{} : group_exact_rows(group, options.threads);
   std::vector<HeadEvaluation> out(budgets.size());
   for (std::size_t b = 0; b < budgets.size(); ++b) {
     HeadEvaluation& e = out[b];
@@ -157,16 +165,28 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     e.heads = group.group_size();
     e.tokens = workload.shape().tokens;
     e.budget = budgets[b];
-    SimulationOptions sim;
-    sim.budget = budgets[b];
-    sim.seed = options.seed;
-    for (const PolicySpec& spec : policies) {
-      auto policy = make_policy(spec);
-      e.traces.push_back(simulate(group, *policy, sim, exact));
-      e.traces.back().policy = spec.label();
-    }
   }
-  if (options.optimum != OptimumMode::kNone) {
+  // The policies write their traces, the optimum the rest of each evaluation: no field is shared.
+  const auto run_policies = [&](int threads) {
+    for (std::size_t b = 0; b < budgets.size(); ++b) {
+      SimulationOptions sim;
+      sim.budget = budgets[b];
+      sim.seed = options.seed;
+      sim.threads = threads;
+      for (const PolicySpec& spec : policies) {
+        if (options.on_progress) {
+          sim.on_steps = [&, label = spec.label() + " at k = " + std::to_string(budgets[b])](int done, int n) {
+            report(label + ": step " + std::to_string(done) + "/" + std::to_string(n));
+          };
+        }
+        auto policy = make_policy(spec);
+        out[b].traces.push_back(simulate(group, *policy, sim, exact));
+        out[b].traces.back().policy = spec.label();
+      }
+    }
+  };
+  const auto run_optimum = [&] {
+    report("optimum");
     const auto start = std::chrono::steady_clock::now();
     const int double_gains = options.double_gains_tokens < 0 ? kDoubleGainsTokens : options.double_gains_tokens;
     if (group.tokens() <= std::min(double_gains, options.stored_gains_tokens)) {
@@ -175,10 +195,35 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
       add_stored_optima<float>(group, budgets, options, out);
       for (HeadEvaluation& e : out) e.float_gains = true;
     } else {
-      add_streamed_optima(group, budgets, options, out);
+      add_streamed_optima(group, budgets, options, exact, out);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (HeadEvaluation& e : out) e.optimum_seconds = seconds;
+  };
+  if (options.optimum == OptimumMode::kNone) {
+    run_policies(options.threads);
+  } else if (options.threads < 2 || policies.empty()) {
+    run_policies(options.threads);
+    run_optimum();
+  } else {
+    // A head with threads to spare: the policies' step loop (sequential) runs on a thread of its
+    // own beside the optimum, whose passes take the threads and whose pivots leave one idle.
+    std::exception_ptr failure;
+    std::thread side([&] {
+      try {
+        run_policies(1);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+    try {
+      run_optimum();
+    } catch (...) {
+      side.join();
+      throw;
+    }
+    side.join();
+    if (failure) std::rethrow_exception(failure);
   }
   return out;
 }

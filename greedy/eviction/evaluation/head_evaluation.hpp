@@ -72,14 +72,20 @@ struct HeadEvaluationOptions {
   /// Called after every round of the optimum's column generation, every budget in turn (may be
   /// empty): how a caller shows that a head whose rounds take minutes (streamed gains) is alive.
   std::function<void(const ImplicitFlowRound&)> on_optimum_round;
+  /// Called with what the head is doing as each part starts ("exact rows", "optimum") and, while
+  /// a policy runs, with its label, budget and steps done (SimulationOptions::on_steps); may be
+  /// empty. How a caller shows that a head whose parts take minutes is alive.
+  std::function<void(const std::string&)> on_progress;
   /// Schedules (last_step per token, cache_schedule.hpp) to value on the stored gains, per budget
   /// (empty, or one list per budget): HeadEvaluation::schedule_step_mass. How a caller that ran
   /// its policies without metrics gets their retained mass from the gains the optimum needs
   /// anyway. Stored gains only (evaluate_head_budgets refuses them on streamed gains).
   std::vector<std::vector<std::vector<int>>> schedules{};
-  /// Threads (≥ 1) the passes of streamed gains run on (StreamedGains): a caller that evaluates
+  /// Threads (≥ 1) the exact rows of the policies' metrics and the passes of streamed gains run on
+  /// (group_exact_rows, StreamedGains): a caller that evaluates
   /// fewer heads than it has cores at once gives each head the rest (one long head, the whole
-  /// machine). Results do not depend on it.
+  /// machine). With 2 or more, policies and an optimum, the policies run on a thread of their own
+  /// beside the optimum. Results do not depend on it.
   int threads = 1;
 };
 

@@ -170,6 +170,7 @@ SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector
       held += streams[std::size_t(h)]->size();
     }
   }
+  for (auto& stream : streams) stream->finish();
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int h = 0; h < count; ++h) {
     run.last_step[std::size_t(h)] = drop_outside_window(std::move(run.last_step[std::size_t(h)]), heads[std::size_t(h)].window);

@@ -25,6 +25,7 @@ namespace {
 void validate_options(const SimulationOptions& options, int n) {
   if (options.budget < 1) throw std::invalid_argument("simulate: budget must be >= 1");
   if (options.prefill < 0 || options.prefill > n) throw std::invalid_argument("simulate: prefill must be in [0, n]");
+  if (options.threads < 1) throw std::invalid_argument("simulate: threads must be >= 1");
 }
 
 [[noreturn]] void contract_error(const EvictionPolicy& policy, int step, const std::string& what) {
@@ -68,12 +69,12 @@ std::vector<int> Trace::last_step() const {
   return drop_outside_window(std::move(last), window);
 }
 
-std::vector<ExactRows> group_exact_rows(const HeadGroup& input) {
+std::vector<ExactRows> group_exact_rows(const HeadGroup& input, int threads) {
   input.validate();
   const CpuPath path = active_cpu_path();
   std::vector<ExactRows> exact;
   for (const ConstHeadMap& q : input.q) {
-    exact.push_back(exact_attention_rows(q, input.k, input.v, input.scale, path, input.window));
+    exact.push_back(exact_attention_rows(q, input.k, input.v, input.scale, path, input.window, threads));
   }
   return exact;
 }
@@ -117,7 +118,7 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
 
   using Clock = std::chrono::steady_clock;
   const int capacity = std::min(k, n) + 1;  // |G_i| ≤ min(k + 1, i + 1)
-  StreamingHead head(input, capacity, metrics, exact, options.aggregation, trace);
+  StreamingHead head(input, capacity, metrics, exact, options.aggregation, trace, kStepBlock, options.threads);
   const auto t1 = Clock::now();
   // Prefill steps attend over the whole prefix (r = 1, error 0); then the prefill rule compresses.
   for (int i = 0; i < start; ++i) {
@@ -161,7 +162,9 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
     trace.steps[std::size_t(i)].evicted = evicted;
     head.leave_window(i);  // the token step i + 1 no longer sees leaves the cache; not an eviction
     if (options.record_cache) trace.cache[std::size_t(i)] = head.sorted();
+    if (options.on_steps && ((i + 1) % kStepReport == 0 || i + 1 == n)) options.on_steps(i + 1, n);
   }
+  head.finish();
   trace.step_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return trace;
 }

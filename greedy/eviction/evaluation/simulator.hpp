@@ -79,7 +79,16 @@ struct SimulationOptions {
   bool compute_metrics = true;
   /// Seed of randomized policies; each (layer, KV head) derives its own stream from it.
   std::uint64_t seed = 0;
+  /// OpenMP threads (≥ 1) of the products a head computes for a block of steps at once
+  /// (streaming_head.hpp; one inside another parallel region). Results do not depend on it.
+  int threads = 1;
+  /// Called with (steps done, n) after every kStepReport-th step and after the last (may be
+  /// empty): how a caller shows that a long head is alive.
+  std::function<void(int, int)> on_steps;
 };
+
+/// The steps between two SimulationOptions::on_steps calls.
+inline constexpr int kStepReport = 4096;
 
 /// One step's group summary. Retained mass is clamped to ≤ 1 (rounding can exceed it by an ulp).
 struct StepRecord {
@@ -129,7 +138,7 @@ struct Trace {
 };
 
 /// Simulates `policy` on one (layer, KV head). Throws std::invalid_argument for invalid input
-/// (HeadGroup::validate, budget < 1, prefill outside [0, n]) and std::logic_error naming the
+/// (HeadGroup::validate, budget < 1, prefill outside [0, n], threads < 1) and std::logic_error naming the
 /// policy when it breaks its contract (evicts while not full, evicts nothing or a non-member when
 /// full, keeps more than k or a non-prompt token at prefill).
 [[nodiscard]] Trace simulate(const HeadGroup& input, EvictionPolicy& policy,
@@ -137,8 +146,9 @@ struct Trace {
 
 /// The exact rows of every query head of `input` (core/exact_attention_rows.hpp, on
 /// active_cpu_path()): the precompute of simulate's metrics, O(g n² d), which depends on the
-/// group only. Compute it once to simulate several policies or budgets on the same group.
-[[nodiscard]] std::vector<ExactRows> group_exact_rows(const HeadGroup& input);
+/// group only. Compute it once to simulate several policies or budgets on the same group. Each
+/// head's rows use `threads` OpenMP threads (the same bits on any count).
+[[nodiscard]] std::vector<ExactRows> group_exact_rows(const HeadGroup& input, int threads = 1);
 
 /// simulate with the precompute given: `exact` = group_exact_rows(input) (read only when
 /// options.compute_metrics). The trace equals simulate(input, policy, options)'s bit for bit,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "core/attention.hpp"
 #include "core/cached_scores.hpp"
@@ -67,9 +68,10 @@ Trace empty_trace(const HeadGroup& input, const EvictionPolicy& policy, int budg
 }
 
 StreamingHead::StreamingHead(const HeadGroup& input, int capacity, bool metrics, const std::vector<ExactRows>& exact,
-                             GroupAggregation aggregation, Trace& trace)
+                             GroupAggregation aggregation, Trace& trace, int block_steps, int threads)
     : input_(input), metrics_(metrics), exact_(exact), aggregation_(aggregation), trace_(trace),
-      path_(active_cpu_path()), cache_(capacity, input.head_dim()) {
+      path_(active_cpu_path()), cache_(capacity, input.head_dim()), block_steps_(block_steps), threads_(threads) {
+  if (block_steps < 1 || threads < 1) throw std::invalid_argument("StreamingHead: block_steps and threads must be >= 1");
   const int d = input.head_dim(), g = input.group_size();
   queries_.resize(d, g);
   logits_.resize(capacity, g);
@@ -79,6 +81,81 @@ StreamingHead::StreamingHead(const HeadGroup& input, int capacity, bool metrics,
   group_.resize(std::size_t(g));
   head_max_.resize(std::size_t(g));
   head_sum_.resize(std::size_t(g));
+  if (path_ != CpuPath::kPortable) {
+    blocked_scores_ = g == 1;  // a group's scores come from one product of its g queries
+    blocked_outputs_ = metrics;
+    const int tokens = capacity + block_steps;  // |U| ≤ |S_{i−1}| + the block's arrivals
+    column_.assign(std::size_t(input.tokens()), -1);
+    if (blocked_scores_) {
+      block_keys_t_.resize(d, tokens);
+      block_queries_.resize(block_steps, d);
+      block_scores_.resize(block_steps, tokens);
+    }
+    if (blocked_outputs_) {
+      block_weights_.resize(std::size_t(block_steps) * g, tokens);
+      block_outputs_.resize(std::size_t(block_steps) * g, d);
+    }
+  }
+}
+
+void StreamingHead::start_block(int i) {
+  finish();
+  block_first_ = i;
+  block_end_ = std::min(input_.tokens(), i + block_steps_);
+  lost_from_ = block_end_;
+  block_tokens_.assign(cache_.tokens.begin(), cache_.tokens.begin() + cache_.size);
+  for (Token t = i; t < block_end_; ++t) block_tokens_.push_back(t);
+  std::sort(block_tokens_.begin(), block_tokens_.end());
+  const int u = int(block_tokens_.size()), steps = block_end_ - i;
+  for (int c = 0; c < u; ++c) column_[std::size_t(block_tokens_[std::size_t(c)])] = c;
+  if (blocked_scores_) {
+    for (int c = 0; c < u; ++c) block_keys_t_.col(c) = input_.k.row(block_tokens_[std::size_t(c)]).transpose();
+    for (int b = 0; b < steps; ++b) block_queries_.row(b) = input_.scale * input_.q[0].row(i + b).cast<double>();
+    cached_score_block(block_keys_t_.leftCols(u), block_queries_.topRows(steps), block_scores_.topLeftCorner(steps, u),
+                       path_, threads_);
+  }
+}
+
+bool StreamingHead::block_scores(int i, int m) {
+  const int u = int(block_tokens_.size()), d = input_.head_dim();
+  if (!blocked_scores_ || cached_scores_by_kernel(m, d) != cached_scores_by_kernel(u, d)) return false;
+  const auto row = block_scores_.row(i - block_first_);
+  for (int e = 0; e < m; ++e) logits_(e, 0) = row(column_[std::size_t(cache_.tokens[std::size_t(e)])]);
+  return true;
+}
+
+void StreamingHead::keep_weights(int i, int m) {
+  const int g = input_.group_size();
+  lost_from_ = std::min(lost_from_, i);
+  for (int h = 0; h < g; ++h) {
+    auto row = block_weights_.row(std::size_t(i - block_first_) * g + h);
+    row.head(Eigen::Index(block_tokens_.size())).setZero();
+    const double* a = attention_.data() + std::size_t(h) * m;
+    for (int e = 0; e < m; ++e) row(column_[std::size_t(cache_.tokens[std::size_t(e)])]) = a[e];
+  }
+}
+
+void StreamingHead::finish() {
+  if (!blocked_outputs_ || lost_from_ > block_last_) return;
+  const int g = input_.group_size(), u = int(block_tokens_.size());
+  const int first = lost_from_ - block_first_, steps = block_last_ + 1 - lost_from_;
+  auto outputs = block_outputs_.topRows(Eigen::Index(steps) * g);
+  gathered_weighted_rows(input_.v, block_tokens_, block_weights_.block(Eigen::Index(first) * g, 0, Eigen::Index(steps) * g, u),
+                         outputs, path_, threads_);
+  for (int s = 0; s < steps; ++s) {
+    const int i = lost_from_ + s;
+    double error = 0.0;
+    for (int h = 0; h < g; ++h) {
+      const ExactRows& ex = exact_[std::size_t(h)];
+      const double norm = ex.output.row(i).norm();
+      const double diff = (ex.output.row(i) - outputs.row(Eigen::Index(s) * g + h)).norm();
+      const double err = norm > 0.0 ? diff / norm : diff;
+      trace_.head_output_error[std::size_t(i) * g + h] = err;
+      error += err;
+    }
+    trace_.steps[std::size_t(i)].output_error = error / g;
+  }
+  lost_from_ = block_last_ + 1;
 }
 
 bool StreamingHead::evict(Token t) {
@@ -89,10 +166,14 @@ bool StreamingHead::evict(Token t) {
 
 StepView StreamingHead::arrive(int i, bool full) {
   const int g = input_.group_size();
+  if ((blocked_scores_ || blocked_outputs_) && (i < block_first_ || i >= block_end_)) start_block(i);
+  block_last_ = i;
   cache_.push(input_, i);
   const int m = cache_.size;
   for (int h = 0; h < g; ++h) queries_.col(h) = input_.scale * input_.q[std::size_t(h)].row(i).transpose().cast<double>();
-  if (path_ == CpuPath::kAvx2Fma && g == 1) {  // the same scores bit for bit, from the float keys
+  if (block_scores(i, m)) {
+    // the block's product gave these scores
+  } else if (path_ == CpuPath::kAvx2Fma && g == 1) {  // the same scores bit for bit, from the float keys
     cached_scores(cache_.float_keys_t.leftCols(m), queries_.col(0), logits_.col(0).head(m), path_);
   } else {
     logits_.topRows(m).noalias() = cache_.keys.topRows(m) * queries_;
@@ -120,7 +201,9 @@ StepView StreamingHead::arrive(int i, bool full) {
   record.evicted = kNoEviction;
   if (metrics_) {
     double mass = 0.0, error = 0.0;
-    if (lost_) {
+    if (lost_ && blocked_outputs_) {
+      keep_weights(i, m);
+    } else if (lost_) {
       const Eigen::Map<const Eigen::MatrixXd> weights(attention_.data(), m, g);
       if (path_ == CpuPath::kPortable) {
         outputs_.noalias() = cache_.values.topRows(m).transpose() * weights;
@@ -134,9 +217,13 @@ StepView StreamingHead::arrive(int i, bool full) {
         const ExactRows& ex = exact_[std::size_t(h)];
         r = std::min(1.0, std::exp(head_max_[std::size_t(h)] - ex.log_normalizer[std::size_t(i)]) *
                               head_sum_[std::size_t(h)]);
-        const double norm = ex.output.row(i).norm();
-        const double diff = (ex.output.row(i).transpose() - outputs_.col(h)).norm();
-        err = norm > 0.0 ? diff / norm : diff;
+        if (blocked_outputs_) {
+          err = std::numeric_limits<double>::quiet_NaN();  // finish() writes it at the block's end
+        } else {
+          const double norm = ex.output.row(i).norm();
+          const double diff = (ex.output.row(i).transpose() - outputs_.col(h)).norm();
+          err = norm > 0.0 ? diff / norm : diff;
+        }
       }
       trace_.head_retained_mass[std::size_t(i) * g + h] = r;
       trace_.head_output_error[std::size_t(i) * g + h] = err;

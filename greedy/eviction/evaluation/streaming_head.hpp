@@ -40,18 +40,34 @@ struct DenseCache {
 [[nodiscard]] Trace empty_trace(const HeadGroup& input, const EvictionPolicy& policy, int budget, int prefill,
                                 bool metrics);
 
+/// Steps whose per-step products StreamingHead computes together (kStepBlock below).
+inline constexpr int kStepBlock = 64;
+
 /// A head's cache and the per-step arithmetic. The trace is the caller's: arrive(i) writes
 /// trace.steps[i] (evicted left kNoEviction) and, with metrics, row i of trace.head_retained_mass
 /// and trace.head_output_error, which the caller sized (n and n x g).
+///
+/// On the AVX2 path the steps go in blocks of `block_steps`: at a block's first step every token
+/// the block can hold (the cache's and the block's arrivals, U, ascending) is known, so the scores
+/// of the block's queries against U come from one product (core/cached_scores.hpp
+/// cached_score_block: bit for bit the per-step scores, for MHA groups; the cache is read once per
+/// four queries instead of once per step), and the tracked outputs õ_i = Σ_{e ∈ G_i} ã_ie v_e, summed
+/// over U in ascending token order with the absent tokens at weight 0
+/// (core/weighted_rows.hpp gathered_weighted_rows), are computed when the block ends. Every bit of
+/// the trace is therefore the same for any block size and thread count; the output errors of a
+/// block are NaN until it ends (finish() ends the last). The portable path computes every step
+/// alone, as the reference.
 class StreamingHead {
  public:
   /// `capacity` ≥ the largest |G_i| the run can reach (≤ n + 1 is always enough); `exact` holds
   /// group_exact_rows(input) when `metrics`, else it is not read. Every reference must outlive
-  /// the object.
+  /// the object. `block_steps` ≥ 1 and `threads` ≥ 1 (the OpenMP threads of a block's products;
+  /// one inside another parallel region) change nothing but speed; std::invalid_argument otherwise.
   StreamingHead(const HeadGroup& input, int capacity, bool metrics, const std::vector<ExactRows>& exact,
-                GroupAggregation aggregation, Trace& trace);
+                GroupAggregation aggregation, Trace& trace, int block_steps = kStepBlock, int threads = 1);
 
-  /// Puts token t into the cache without a step (the prefill rule's survivors).
+  /// Puts token t into the cache without a step (the prefill rule's survivors). Precondition: no
+  /// step has arrived yet.
   void admit(Token t) { cache_.push(input_, t); }
   /// Takes token t out of the cache and marks that the cache has lost a token (later steps compute
   /// their retained mass instead of taking 1). Returns false when t is not an entry.
@@ -72,7 +88,19 @@ class StreamingHead {
   /// eviction).
   void leave_window(int i);
 
+  /// Writes the output errors of the steps that arrived in the current block into the trace. Call
+  /// it once after the last step; a later arrive() starts a new block.
+  void finish();
+
  private:
+  /// Ends the current block (finish()) and starts one at step i.
+  void start_block(int i);
+  /// Step i's scores from the block into logits_ when the block holds them in the order the
+  /// per-step product would take; false otherwise.
+  bool block_scores(int i, int m);
+  /// Step i's weights into the block's row for the outputs at the block's end.
+  void keep_weights(int i, int m);
+
   const HeadGroup& input_;
   bool metrics_;
   const std::vector<ExactRows>& exact_;
@@ -83,6 +111,17 @@ class StreamingHead {
   bool lost_ = false;
   Eigen::MatrixXd queries_, logits_, outputs_;
   std::vector<double> attention_, aggregated_, group_, head_max_, head_sum_;
+  // The block: steps [block_first_, block_end_), of which block_last_ arrived last; U in
+  // block_tokens_ and a token's column in column_; the first step that lost mass in lost_from_.
+  int block_steps_, threads_;
+  bool blocked_scores_ = false, blocked_outputs_ = false;
+  int block_first_ = 0, block_end_ = 0, block_last_ = -1, lost_from_ = 0;
+  std::vector<Token> block_tokens_;
+  std::vector<int> column_;
+  RowMatrixf block_keys_t_;                                  // d x |U|
+  RowMatrixd block_queries_, block_scores_;                  // steps x d, steps x |U|
+  RowMatrixd block_weights_, block_outputs_;                 // (steps · g) x |U|, (steps · g) x d
+  Eigen::VectorXd step_scores_;
 };
 
 }  // namespace subevict::greedy

@@ -4,15 +4,16 @@
 
 #include <atomic>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "core/input_error.hpp"
 
 namespace subevict::greedy {
 
-StreamedGains::StreamedGains(const HeadGroup& group, int threads, CpuPath path) : threads_(threads) {
+void StreamedGains::prepare(const HeadGroup& group) {
   group.validate();
-  if (threads < 1) throw InputError("streamed gains", "threads", "an integer >= 1", std::to_string(threads));
+  if (threads_ < 1) throw InputError("streamed gains", "threads", "an integer >= 1", std::to_string(threads_));
   if (group.window > 0) {
     throw InputError("streamed gains", "layer " + std::to_string(group.layer),
                      "global attention (the streamed tiles are causal only: a sliding-window layer's optimum "
@@ -22,7 +23,24 @@ StreamedGains::StreamedGains(const HeadGroup& group, int threads, CpuPath path) 
   }
   n_ = group.tokens();
   heads_.reserve(group.q.size());
+}
+
+StreamedGains::StreamedGains(const HeadGroup& group, int threads, CpuPath path) : threads_(threads) {
+  prepare(group);
   for (const ConstHeadMap& q : group.q) heads_.emplace_back(q, group.k, group.scale, threads, path);
+  for (int j = 0; j < n_; ++j) diagonal_sum_ += entry(j, j);
+}
+
+StreamedGains::StreamedGains(const HeadGroup& group, const std::vector<ExactRows>& exact, int threads, CpuPath path)
+    : threads_(threads) {
+  prepare(group);
+  if (exact.size() != group.q.size()) {
+    throw std::invalid_argument("StreamedGains: expected the exact rows of " + std::to_string(group.q.size()) +
+                                " query heads, got " + std::to_string(exact.size()));
+  }
+  for (std::size_t h = 0; h < exact.size(); ++h) {
+    heads_.emplace_back(group.q[h], group.k, group.scale, exact[h].log_normalizer, path);
+  }
   for (int j = 0; j < n_; ++j) diagonal_sum_ += entry(j, j);
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/causal_weight_tiles.hpp"
 #include "core/cpu_path.hpp"
+#include "core/exact_attention_rows.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 
 namespace subevict::greedy {
@@ -36,6 +37,13 @@ class StreamedGains {
   /// OpenMP threads (≥ 1). Throws as HeadGroup::validate and InputError (source "streamed gains")
   /// for threads < 1. Keeps views of the group's Q and K (their storage must outlive it).
   explicit StreamedGains(const HeadGroup& group, int threads = 1, CpuPath path = active_cpu_path());
+
+  /// The group's gains with the normalizers of `exact` = group_exact_rows(group) (on `path`), which
+  /// the simulator's metrics computed already: no construction pass (CausalWeightTiles' second
+  /// constructor). Throws as the other constructor, and std::invalid_argument unless `exact` holds
+  /// g heads of n rows.
+  StreamedGains(const HeadGroup& group, const std::vector<ExactRows>& exact, int threads,
+                CpuPath path = active_cpu_path());
 
   /// n.
   [[nodiscard]] int size() const { return n_; }
@@ -62,6 +70,9 @@ class StreamedGains {
   [[nodiscard]] double diagonal_sum() const { return diagonal_sum_; }
 
  private:
+  /// Checks the group and the threads; sets n_.
+  void prepare(const HeadGroup& group);
+
   std::vector<CausalWeightTiles> heads_;
   int n_ = 0;
   int threads_ = 1;

@@ -18,6 +18,7 @@
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
+#include "greedy/eviction/evaluation/streaming_head.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 
 namespace subevict::greedy {
@@ -99,6 +100,67 @@ TEST(SimulatorCpuPath, ForcedPortableReproducesTheDefaultPortableRun) {
   for (std::size_t group = 0; group < one.size(); ++group) {
     EXPECT_EQ(one[group].head_retained_mass, two[group].head_retained_mass);
     EXPECT_EQ(one[group].head_output_error, two[group].head_output_error);
+  }
+}
+
+/// h2o streaming through `group` with budget k, as simulate runs it, on a StreamingHead of the
+/// given block size and threads.
+Trace run_blocks(const HeadGroup& group, int k, int block_steps, int threads) {
+  const int n = group.tokens();
+  auto policy = make_policy("h2o");
+  policy->reset({&group, n, k, 0, GroupAggregation::kSum, 0});
+  Trace trace = empty_trace(group, *policy, k, 0, true);
+  const std::vector<ExactRows> exact = group_exact_rows(group);
+  StreamingHead head(group, k + 1, true, exact, GroupAggregation::kSum, trace, block_steps, threads);
+  for (int i = 0; i < n; ++i) {
+    const bool full = head.size() == k;
+    const Token evicted = policy->step(head.arrive(i, full));
+    if (full) {
+      EXPECT_TRUE(head.evict(evicted));
+    }
+    trace.steps[std::size_t(i)].evicted = evicted;
+    head.leave_window(i);
+  }
+  if (block_steps > 1) {
+    EXPECT_TRUE(std::isnan(trace.head_output_error.back())) << "the last block is pending";
+  }
+  head.finish();
+  return trace;
+}
+
+TEST(SimulatorCpuPath, StepBlocksChangeNoBitOfTheTrace) {
+  // On the AVX2 path a head computes its scores (MHA) and its outputs for blocks of steps at once,
+  // summing the outputs over the block's tokens in ascending order: every block size and thread
+  // count must give the per-step run's bits (block 1), decisions and metrics alike; a sliding
+  // window drops tokens inside blocks.
+  if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  const ScopedCpuPath scoped("avx2");
+  for (int q_heads : {2, 4}) {
+    const Workload w = llm_like_workload(q_heads);
+    for (int window : {0, 70}) {
+      HeadGroup group = head_group(w, 0, 1);
+      group.window = window;
+      const Trace one = run_blocks(group, 40, 1, 1);
+      int evictions = 0;
+      for (const StepRecord& step : one.steps) evictions += step.evicted != kNoEviction;
+      ASSERT_GT(evictions, 100);
+      for (auto [block, threads] : {std::pair{3, 1}, std::pair{64, 2}, std::pair{301, 2}}) {
+        const Trace blocked = run_blocks(group, 40, block, threads);
+        for (std::size_t i = 0; i < one.steps.size(); ++i) {
+          ASSERT_EQ(one.steps[i].evicted, blocked.steps[i].evicted) << q_heads << " " << block << " step " << i;
+        }
+        EXPECT_EQ(one.head_retained_mass, blocked.head_retained_mass) << q_heads << " " << block;
+        EXPECT_EQ(one.head_output_error, blocked.head_output_error) << q_heads << " " << block;
+      }
+      if (window == 0) {  // simulate's own run: the same trace
+        SimulationOptions options;
+        options.budget = 40;
+        options.threads = 2;
+        auto policy = make_policy("h2o");
+        const Trace simulated = simulate(group, *policy, options);
+        EXPECT_EQ(one.head_output_error, simulated.head_output_error);
+      }
+    }
   }
 }
 

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/exact_attention_rows.hpp"
@@ -16,6 +18,7 @@
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/streamed_flow.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
@@ -149,6 +152,21 @@ TEST(StreamedFlow, ThreadsDoNotChangeTheResultAndPathsAgree) {
   EXPECT_TRUE(near(portable.summary.value, one.summary.value, kAgreement));
 }
 
+TEST(StreamedFlow, TheExactRowsNormalizersGiveTheSameOptimum) {
+  // evaluate_head hands the policies' exact rows to the streamed gains (one pass fewer).
+  for (const char* preset : {"tiny", "tiny-gqa"}) {
+    SCOPED_TRACE(preset);
+    const Workload w = workload(preset, 6);
+    const HeadGroup group = head_group(w, 0, 0);
+    const ImplicitFlowResult own = streamed_flow_optimum(StreamedGains(group, 2), 40);
+    const std::vector<ExactRows> exact = group_exact_rows(group);
+    const ImplicitFlowResult given = streamed_flow_optimum(StreamedGains(group, exact, 2), 40);
+    EXPECT_TRUE(near(given.summary.value, own.summary.value, kAgreement));
+    EXPECT_TRUE(near(given.summary.upper_bound, own.summary.upper_bound, kAgreement));
+    EXPECT_THROW(StreamedGains(group, std::vector<ExactRows>(exact.size() + 1), 2), std::invalid_argument);
+  }
+}
+
 TEST(StreamedFlow, StoppingAtAGapReturnsACertifiedInterval) {
   const Workload w = workload("tiny", 2);
   const HeadGroup group = head_group(w, 0, 0);
@@ -223,6 +241,40 @@ TEST(StreamedFlow, HeadEvaluationStreamsBeyondTheStoredLimit) {
   oracle.optimum = OptimumMode::kOracle;
   oracle.stored_gains_tokens = kTokens - 1;
   EXPECT_THROW((void)evaluate_head_budgets(w, 0, 1, std::vector<PolicySpec>{}, budgets, oracle), InputError);
+}
+
+TEST(HeadEvaluation, PoliciesBesideTheOptimumChangeNothingAndReportTheirSteps) {
+  // With 2 threads the policies run on a thread of their own beside the streamed optimum, which
+  // takes the normalizers of their exact rows: the same traces and optimum as on one thread.
+  const Workload w = workload("tiny-gqa", 8);
+  std::vector<PolicySpec> policies(2);
+  policies[0].name = "h2o";
+  policies[1].name = "tova";
+  HeadEvaluationOptions options;
+  options.optimum = OptimumMode::kFlow;
+  options.stored_gains_tokens = kTokens - 1;
+  const auto one = evaluate_head_budgets(w, 0, 1, policies, {20, 60}, options);
+  std::vector<std::string> reports;
+  std::mutex lock;
+  options.threads = 2;
+  options.on_progress = [&](const std::string& what) {
+    const std::lock_guard<std::mutex> guard(lock);
+    reports.push_back(what);
+  };
+  const auto two = evaluate_head_budgets(w, 0, 1, policies, {20, 60}, options);
+  for (std::size_t b = 0; b < 2; ++b) {
+    ASSERT_EQ(two[b].traces.size(), 2u);
+    for (std::size_t p = 0; p < 2; ++p) {
+      EXPECT_EQ(two[b].traces[p].policy, one[b].traces[p].policy);
+      EXPECT_EQ(two[b].traces[p].head_retained_mass, one[b].traces[p].head_retained_mass);
+      EXPECT_EQ(two[b].traces[p].head_output_error, one[b].traces[p].head_output_error);
+    }
+    EXPECT_TRUE(near(two[b].optimum.value, one[b].optimum.value, kAgreement));
+  }
+  const auto has = [&](const std::string& what) { return std::find(reports.begin(), reports.end(), what) != reports.end(); };
+  EXPECT_TRUE(has("exact rows"));
+  EXPECT_TRUE(has("optimum"));
+  EXPECT_TRUE(has("tova at k = 60: step " + std::to_string(kTokens) + "/" + std::to_string(kTokens)));
 }
 
 TEST(HeadEvaluation, FloatGainsStayWithinTheirSlackOfTheDoubleOptimum) {
