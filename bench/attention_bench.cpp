@@ -166,6 +166,8 @@ void BM_ExactRows(benchmark::State& state) {
   state.SetLabel(to_string(path));
 }
 BENCHMARK(BM_ExactRows)->ArgsProduct({{0, 1}, {256, 1024, 2048, 4096}})->Unit(benchmark::kMillisecond);
+// Long rows on the AVX2 path: beyond 1536 keys the kernel normalizes online over key chunks.
+BENCHMARK(BM_ExactRows)->Args({1, 16384})->Unit(benchmark::kMillisecond);
 // Both cores, one head each (as simulate --threads 2 runs them): FLOPs sums the two threads.
 // Run with OMP_NUM_THREADS=1 so that the portable path's Eigen GEMMs stay on their own thread.
 BENCHMARK(BM_ExactRows)->Args({0, 2048})->Args({1, 2048})->Threads(2)->Unit(benchmark::kMillisecond);

@@ -26,10 +26,16 @@ namespace {
 
 constexpr int kRows = 8;  // query rows per panel
 constexpr int kCols = 6;  // keys (scores) or value dimensions (outputs) per register tile
-// Panels sharing each key tile: 2 x 8 KB of queries and a 6 KB key tile fit L1.
-constexpr int kBlockPanels = 2;
+// Panels sharing each key tile and each piece of values: a block of 64 rows reads the packed keys
+// and values once (at 16 rows a block, long rows were bound by reading them: 22 against 38
+// GFLOP/s at n = 16384, bench/results/core_attention_cpu.md).
+constexpr int kBlockPanels = 8;
 // Keys per output pass: 8 KB of weights and a 6 KB value tile stay in L1.
 constexpr int kDepthChunk = 128;
+// Keys per softmax chunk: a block's scores (8 panels x 1536 keys x 8 rows, 786 KB) stay in L2;
+// a longer row is normalized online (running maximum, its sum and outputs rescaled per chunk).
+constexpr int kKeyChunk = 1536;
+static_assert(kKeyChunk % kCols == 0);
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -98,10 +104,11 @@ SUBEVICT_AVX2 inline __m256d exp_flushed(__m256d x) {
   return _mm256_andnot_pd(flushed, _mm256_mul_pd(p, two_n));
 }
 
-/// The scores of one panel (rows i0..i0+7) against keys [0, keys): raw dot products from the
-/// tiles, scaled here; entries with key > row become -inf. Returns the row maxima in m0, m1.
-SUBEVICT_AVX2 inline void scale_mask_max(double* s, int keys, int i0, double scale, __m256d& m0,
-                                         __m256d& m1) {
+/// The scores of one panel (rows i0..i0+7) against keys [first_key, first_key + keys): raw dot
+/// products from the tiles, scaled here; entries with key > row become -inf. Returns the row
+/// maxima in m0, m1.
+SUBEVICT_AVX2 inline void scale_mask_max(double* s, int first_key, int keys, int i0, double scale,
+                                         __m256d& m0, __m256d& m1) {
   const __m256d sc = _mm256_set1_pd(scale),
                 minus_inf = _mm256_set1_pd(-std::numeric_limits<double>::infinity());
   const __m256d row0 = _mm256_setr_pd(i0, i0 + 1, i0 + 2, i0 + 3),
@@ -111,8 +118,8 @@ SUBEVICT_AVX2 inline void scale_mask_max(double* s, int keys, int i0, double sca
     double* e = s + std::size_t(j) * kRows;
     __m256d s0 = _mm256_mul_pd(_mm256_loadu_pd(e), sc),
             s1 = _mm256_mul_pd(_mm256_loadu_pd(e + 4), sc);
-    if (j > i0) {  // the diagonal block and the padding: rows before key j do not see it
-      const __m256d key = _mm256_set1_pd(double(j));
+    if (first_key + j > i0) {  // the diagonal block and the padding: rows before the key do not see it
+      const __m256d key = _mm256_set1_pd(double(first_key + j));
       s0 = _mm256_blendv_pd(s0, minus_inf, _mm256_cmp_pd(row0, key, _CMP_LT_OQ));
       s1 = _mm256_blendv_pd(s1, minus_inf, _mm256_cmp_pd(row1, key, _CMP_LT_OQ));
     }
@@ -162,12 +169,12 @@ struct Workspace {
 /// One thread's scratch for a block of panels.
 struct Scratch {
   std::vector<double> queries;  // [panel in block][p < d][8]
-  std::vector<double> scores;   // [panel in block][key < keys_padded][8]
+  std::vector<double> scores;   // [panel in block][key in chunk < kKeyChunk][8]
   std::vector<double> outputs;  // [panel in block][dim tile][6][8]
 
   explicit Scratch(const Workspace& w)
       : queries(std::size_t(kBlockPanels) * w.d * kRows),
-        scores(std::size_t(kBlockPanels) * w.keys_padded * kRows),
+        scores(std::size_t(kBlockPanels) * kKeyChunk * kRows),
         outputs(std::size_t(kBlockPanels) * w.dim_tiles * kCols * kRows) {}
 };
 
@@ -185,49 +192,70 @@ SUBEVICT_AVX2 void block_rows(const Workspace& w, Scratch& x, const float* q, in
       for (int p = 0; p < d; ++p) qp[std::size_t(p) * kRows + r] = i0 + r < n ? double(qi[p]) : 0.0;
     }
   }
-  // Scores: each key tile once for all panels of the block.
-  for (int t = 0; t < visible[panels - 1] / kCols; ++t) {
-    for (int b = 0; b < panels; ++b) {
-      if (t * kCols >= visible[b]) continue;
-      tile_8x6(x.queries.data() + std::size_t(b) * d * kRows,
-               w.keys.data() + std::size_t(t) * d * kCols, d,
-               x.scores.data() + (std::size_t(b) * w.keys_padded + std::size_t(t) * kCols) * kRows,
-               false);
-    }
-  }
-  // Softmax per panel, lanes = rows.
-  alignas(32) double sums[kBlockPanels][kRows];
+  // Per panel: the running row maxima, the sums of exp(s - max) and (in x.outputs) the
+  // unnormalized outputs over the key chunks seen so far.
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  __m256d top0[kBlockPanels], top1[kBlockPanels], sum0[kBlockPanels], sum1[kBlockPanels];
   for (int b = 0; b < panels; ++b) {
-    const int i0 = first + b * kRows;
-    double* s = x.scores.data() + std::size_t(b) * w.keys_padded * kRows;
-    __m256d m0, m1, sum0, sum1;
-    scale_mask_max(s, visible[b], i0, scale, m0, m1);
-    exponentiate(s, visible[b], m0, m1, sum0, sum1);
-    alignas(32) double m[kRows];
-    _mm256_store_pd(m, m0), _mm256_store_pd(m + 4, m1);
-    _mm256_store_pd(sums[b], sum0), _mm256_store_pd(sums[b] + 4, sum1);
-    for (int r = 0; r < kRows && i0 + r < n; ++r)
-      log_normalizer[i0 + r] = m[r] + std::log(sums[b][r]);
+    top0[b] = top1[b] = _mm256_set1_pd(minus_inf);
+    sum0[b] = sum1[b] = _mm256_setzero_pd();
   }
-  // Outputs: sum_j w_ij v_j over key chunks that stay in L1 while every value tile passes.
   const std::size_t out_stride = std::size_t(w.dim_tiles) * kCols * kRows;
-  for (int c0 = 0; c0 < visible[panels - 1]; c0 += kDepthChunk) {
+  for (int k0 = 0; k0 < visible[panels - 1]; k0 += kKeyChunk) {
+    const int k1 = std::min(k0 + kKeyChunk, visible[panels - 1]);
+    // Scores of the chunk: each key tile once for all panels of the block.
+    for (int t = k0 / kCols; t < k1 / kCols; ++t) {
+      for (int b = 0; b < panels; ++b) {
+        if (t * kCols >= visible[b]) continue;
+        tile_8x6(x.queries.data() + std::size_t(b) * d * kRows, w.keys.data() + std::size_t(t) * d * kCols, d,
+                 x.scores.data() + (std::size_t(b) * kKeyChunk + std::size_t(t * kCols - k0)) * kRows, false);
+      }
+    }
     for (int b = 0; b < panels; ++b) {
-      if (c0 >= visible[b]) continue;
-      const int depth = std::min(kDepthChunk, visible[b] - c0);
-      const double* a = x.scores.data() + (std::size_t(b) * w.keys_padded + c0) * kRows;
-      for (int t = 0; t < w.dim_tiles; ++t) {
-        tile_8x6(a, w.values.data() + (std::size_t(t) * w.keys_padded + c0) * kCols, depth,
-                 x.outputs.data() + b * out_stride + std::size_t(t) * kCols * kRows, c0 > 0);
+      if (k0 >= visible[b]) continue;
+      const int i0 = first + b * kRows, keys = std::min(k1, visible[b]) - k0;
+      double* s = x.scores.data() + std::size_t(b) * kKeyChunk * kRows;
+      __m256d m0, m1;
+      scale_mask_max(s, k0, keys, i0, scale, m0, m1);
+      m0 = _mm256_max_pd(m0, top0[b]), m1 = _mm256_max_pd(m1, top1[b]);
+      double* out = x.outputs.data() + b * out_stride;
+      if (k0 > 0) {  // a later chunk: the sums and outputs so far move to the new maxima
+        const __m256d f0 = exp_flushed(_mm256_sub_pd(top0[b], m0)), f1 = exp_flushed(_mm256_sub_pd(top1[b], m1));
+        sum0[b] = _mm256_mul_pd(sum0[b], f0), sum1[b] = _mm256_mul_pd(sum1[b], f1);
+        for (std::size_t e = 0; e < out_stride; e += kRows) {
+          _mm256_storeu_pd(out + e, _mm256_mul_pd(_mm256_loadu_pd(out + e), f0));
+          _mm256_storeu_pd(out + e + 4, _mm256_mul_pd(_mm256_loadu_pd(out + e + 4), f1));
+        }
+      }
+      top0[b] = m0, top1[b] = m1;
+      __m256d e0, e1;
+      exponentiate(s, keys, m0, m1, e0, e1);
+      sum0[b] = _mm256_add_pd(sum0[b], e0), sum1[b] = _mm256_add_pd(sum1[b], e1);
+    }
+    // Outputs: sum_j w_ij v_j over key pieces whose weights stay in L1 while every value tile
+    // passes, each piece of values read once for all panels.
+    for (int c0 = k0; c0 < k1; c0 += kDepthChunk) {
+      for (int b = 0; b < panels; ++b) {
+        if (c0 >= visible[b]) continue;
+        const int depth = std::min(kDepthChunk, std::min(k1, visible[b]) - c0);
+        const double* a = x.scores.data() + (std::size_t(b) * kKeyChunk + std::size_t(c0 - k0)) * kRows;
+        for (int t = 0; t < w.dim_tiles; ++t) {
+          tile_8x6(a, w.values.data() + (std::size_t(t) * w.keys_padded + c0) * kCols, depth,
+                   x.outputs.data() + b * out_stride + std::size_t(t) * kCols * kRows, c0 > 0);
+        }
       }
     }
   }
   for (int b = 0; b < panels; ++b) {
     const int i0 = first + b * kRows;
+    alignas(32) double m[kRows], sums[kRows];
+    _mm256_store_pd(m, top0[b]), _mm256_store_pd(m + 4, top1[b]);
+    _mm256_store_pd(sums, sum0[b]), _mm256_store_pd(sums + 4, sum1[b]);
     const double* o = x.outputs.data() + b * out_stride;
     for (int r = 0; r < kRows && i0 + r < n; ++r) {
+      log_normalizer[i0 + r] = m[r] + std::log(sums[r]);
       double* dst = output + std::size_t(i0 + r) * d;
-      for (int c = 0; c < d; ++c) dst[c] = o[std::size_t(c) * kRows + r] / sums[b][r];
+      for (int c = 0; c < d; ++c) dst[c] = o[std::size_t(c) * kRows + r] / sums[r];
     }
   }
 }

@@ -28,9 +28,12 @@ void exp_flushed_avx2(const double* x, int count, double* out);
 /// c] with s_ij = scale <q_i, k_j> and a_ij = exp(s_ij - log_normalizer[i]). q, k, v are row-major
 /// n x d floats; outputs are n and n * d doubles. Scores are double FMA dot products of the float
 /// inputs (products exact in double); the softmax is max-shifted, exp(x) is exactly 0 below
-/// kLogMinNormal (as core/attention.hpp underflow_exp) and within 2 ulp above it. Preconditions:
+/// kLogMinNormal (as core/attention.hpp underflow_exp) and within 2 ulp above it. Rows longer
+/// than one chunk of 1536 keys are normalized online: the running maximum grows chunk by chunk,
+/// and the sum and outputs so far are multiplied by exp(old max - new max) (one more rounding
+/// per chunk; rows within one chunk are computed exactly as without chunks). Preconditions:
 /// n >= 1, d >= 1, finite inputs, a CPU with AVX2 and FMA. Cost 2 n^2 d flops (causal), memory
-/// O(n d) doubles, plus 16 (n + 6) doubles of scratch per thread. Blocks of 16 rows are dealt to
+/// O(n d) doubles, plus 64 · 1536 doubles of scores per thread. Blocks of 64 rows are dealt to
 /// `threads` OpenMP threads (one inside another parallel region); every row's arithmetic is the
 /// same on any count.
 void exact_attention_rows_avx2(const float* q, const float* k, const float* v, int n, int d,

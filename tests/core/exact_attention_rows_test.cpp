@@ -153,30 +153,48 @@ RC_GTEST_PROP(ExactAttentionRows, SlidingWindowRowsMatchTheWindowedDefinitionsOn
   RC_ASSERT_THROWS_AS(exact_attention_rows(h.Q(), h.K(), h.V(), scale, CpuPath::kPortable, -1), std::invalid_argument);
 }
 
+/// The AVX2 rows (on `threads`) of one generated head against the portable ones, within
+/// exact_rows_tolerance.
+void expect_paths_agree(const Workload& w, int head, int threads) {
+  const ConstHeadMap q = w.q(0, head), k = w.k(0, head), v = w.v(0, head);
+  const ExactRows fast = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kAvx2Fma, 0, threads);
+  const ExactRows portable = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kPortable);
+  const ExactRowsTolerance tol =
+      exact_rows_tolerance(int(q.rows()), int(q.cols()), score_magnitude(q, k, w.score_scale()));
+  for (int i = 0; i < int(q.rows()); ++i) {
+    ASSERT_NEAR(fast.log_normalizer[std::size_t(i)], portable.log_normalizer[std::size_t(i)], tol.log_normalizer)
+        << "head " << head << " row " << i;
+  }
+  EXPECT_LE((fast.output - portable.output).cwiseAbs().maxCoeff(), tol.output * v.cwiseAbs().maxCoeff()) << head;
+}
+
 TEST(ExactAttentionRows, Avx2MatchesThePortablePathOnAnLlmLikeHead) {
   if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
-  // 301 rows: ten 32-row blocks and a ragged panel; d = 128 fills 21 value tiles and part of one.
-  WorkloadSpec spec = spec_from_preset("llama2-7b", 301, 1, 3);
-  const Workload w = generate_workload(spec);
-  for (int head : {0, 5}) {
-    const ConstHeadMap q = w.q(0, head), k = w.k(0, head), v = w.v(0, head);
-    const ExactRows fast = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kAvx2Fma);
-    const ExactRows portable = exact_attention_rows(q, k, v, w.score_scale(), CpuPath::kPortable);
-    const ExactRowsTolerance tol =
-        exact_rows_tolerance(int(q.rows()), int(q.cols()), score_magnitude(q, k, w.score_scale()));
-    const double v_max = v.cwiseAbs().maxCoeff();
-    for (int i = 0; i < int(q.rows()); ++i) {
-      ASSERT_NEAR(fast.log_normalizer[std::size_t(i)], portable.log_normalizer[std::size_t(i)],
-                  tol.log_normalizer)
-          << i;
-    }
-    EXPECT_LE((fast.output - portable.output).cwiseAbs().maxCoeff(), tol.output * v_max);
+  // 301 rows: five 64-row blocks, the last with a ragged panel; d = 128 fills 21 value tiles and
+  // part of one.
+  const Workload w = generate_workload(spec_from_preset("llama2-7b", 301, 1, 3));
+  for (int head : {0, 5}) expect_paths_agree(w, head, 1);
+}
+
+TEST(ExactAttentionRows, Avx2RowsLongerThanAChunkMatchThePortablePath) {
+  if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  // 3500 rows: rows past 1536 and 3072 keys are normalized online over two and three chunks; the
+  // test needs a row whose maximum score lies past its first chunk, so that the sums and outputs
+  // of the first are rescaled.
+  const Workload w = generate_workload(spec_from_preset("llama2-7b", 3500, 1, 7));
+  const ConstHeadMap q = w.q(0, 1), k = w.k(0, 1);
+  int rescaled = 0;
+  for (int i = 1536; i < 3500; i += 97) {
+    const Eigen::VectorXd s = k.topRows(i + 1).cast<double>() * q.row(i).transpose().cast<double>();
+    rescaled += s.tail(i + 1 - 1536).maxCoeff() > s.head(1536).maxCoeff();
   }
+  ASSERT_GT(rescaled, 0);
+  expect_paths_agree(w, 1, 2);
 }
 
 TEST(ExactAttentionRows, Avx2GivesTheSameBitsOnAnyThreadCount) {
   if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
-  // 301 rows: nineteen 16-row blocks dealt to 1, 2 and 3 threads.
+  // 301 rows: five 64-row blocks dealt to 1, 2 and 3 threads.
   WorkloadSpec spec = spec_from_preset("llama2-7b", 301, 1, 5);
   const Workload w = generate_workload(spec);
   const ConstHeadMap q = w.q(0, 2), k = w.k(0, 2), v = w.v(0, 2);

@@ -212,6 +212,7 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     std::thread side([&] {
       try {
         run_policies(1);
+        report("optimum");  // what is left to wait for
       } catch (...) {
         failure = std::current_exception();
       }
