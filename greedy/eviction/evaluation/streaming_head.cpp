@@ -13,15 +13,13 @@
 namespace subevict::greedy {
 
 DenseCache::DenseCache(int capacity, int d)
-    : tokens(std::size_t(capacity)), keys(capacity, d), values(capacity, d), float_keys_t(d, capacity),
-      float_values(capacity, d) {}
+    : tokens(std::size_t(capacity)), keys(capacity, d), values(capacity, d), float_keys_t(d, capacity) {}
 
 void DenseCache::push(const HeadGroup& in, Token t) {
   tokens[std::size_t(size)] = t;
   keys.row(size) = in.k.row(t).cast<double>();
   values.row(size) = in.v.row(t).cast<double>();
   float_keys_t.col(size) = in.k.row(t).transpose();
-  float_values.row(size) = in.v.row(t);
   ++size;
 }
 
@@ -35,7 +33,6 @@ bool DenseCache::remove(Token t) {
     keys.row(e) = keys.row(last);
     values.row(e) = values.row(last);
     float_keys_t.col(e) = float_keys_t.col(last);
-    float_values.row(e) = float_values.row(last);
   }
   --size;
   return true;
@@ -98,6 +95,16 @@ StreamingHead::StreamingHead(const HeadGroup& input, int capacity, bool metrics,
   }
 }
 
+namespace {
+
+/// ‖o − õ‖ / ‖o‖ (‖o − õ‖ when o = 0): step i's output error of one query head.
+double relative_error(const Eigen::Ref<const Eigen::RowVectorXd>& exact, const Eigen::Ref<const Eigen::RowVectorXd>& tracked) {
+  const double norm = exact.norm(), diff = (exact - tracked).norm();
+  return norm > 0.0 ? diff / norm : diff;
+}
+
+}  // namespace
+
 void StreamingHead::start_block(int i) {
   finish();
   block_first_ = i;
@@ -146,10 +153,7 @@ void StreamingHead::finish() {
     const int i = lost_from_ + s;
     double error = 0.0;
     for (int h = 0; h < g; ++h) {
-      const ExactRows& ex = exact_[std::size_t(h)];
-      const double norm = ex.output.row(i).norm();
-      const double diff = (ex.output.row(i) - outputs.row(Eigen::Index(s) * g + h)).norm();
-      const double err = norm > 0.0 ? diff / norm : diff;
+      const double err = relative_error(exact_[std::size_t(h)].output.row(i), outputs.row(Eigen::Index(s) * g + h));
       trace_.head_output_error[std::size_t(i) * g + h] = err;
       error += err;
     }
@@ -203,13 +207,9 @@ StepView StreamingHead::arrive(int i, bool full) {
     double mass = 0.0, error = 0.0;
     if (lost_ && blocked_outputs_) {
       keep_weights(i, m);
-    } else if (lost_) {
+    } else if (lost_) {  // the portable path: every step's outputs at once
       const Eigen::Map<const Eigen::MatrixXd> weights(attention_.data(), m, g);
-      if (path_ == CpuPath::kPortable) {
-        outputs_.noalias() = cache_.values.topRows(m).transpose() * weights;
-      } else {
-        weighted_rows(cache_.float_values.topRows(m), weights, outputs_, path_);
-      }
+      outputs_.noalias() = cache_.values.topRows(m).transpose() * weights;
     }
     for (int h = 0; h < g; ++h) {
       double r = 1.0, err = 0.0;
@@ -220,9 +220,7 @@ StepView StreamingHead::arrive(int i, bool full) {
         if (blocked_outputs_) {
           err = std::numeric_limits<double>::quiet_NaN();  // finish() writes it at the block's end
         } else {
-          const double norm = ex.output.row(i).norm();
-          const double diff = (ex.output.row(i).transpose() - outputs_.col(h)).norm();
-          err = norm > 0.0 ? diff / norm : diff;
+          err = relative_error(ex.output.row(i), outputs_.col(h).transpose());
         }
       }
       trace_.head_retained_mass[std::size_t(i) * g + h] = r;

@@ -20,12 +20,12 @@
 namespace subevict::greedy {
 
 /// The cache G_i as dense arrays: entries 0..size−1 hold tokens, their keys and values in double,
-/// and both as given (float, for the AVX2 path, which reads half the bytes); removal moves the
-/// last entry into the hole.
+/// and the keys as given (float, transposed, for the AVX2 scores, which read half the bytes);
+/// removal moves the last entry into the hole.
 struct DenseCache {
   std::vector<Token> tokens;
   RowMatrixd keys, values;
-  RowMatrixf float_keys_t, float_values;  // keys transposed: d x capacity
+  RowMatrixf float_keys_t;  // keys transposed: d x capacity
   int size = 0;
 
   DenseCache(int capacity, int d);
