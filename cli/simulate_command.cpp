@@ -252,7 +252,7 @@ std::vector<Cell> run_cells(const Workload& w, const std::vector<std::pair<int, 
       };
       curves[std::size_t(h)] = greedy::optimum_budget_curve(w, layer, kv, args.budget_curve,
                                                options.optimum == greedy::OptimumMode::kCertified ? args.gap : 0.0,
-                                               report);
+                                               report, options.threads);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (std::size_t b = 0; b < budgets.size(); ++b) cells[std::size_t(h) * budgets.size() + b].head_seconds = seconds;

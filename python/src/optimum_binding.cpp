@@ -121,7 +121,7 @@ void bind_optimum(nb::module_& m) {
 
   m.def(
       "budget_curve",
-      [](const Workload& w, int layer, int kv_head, int max_budget, double gap) {
+      [](const Workload& w, int layer, int kv_head, int max_budget, double gap, int threads) {
         if (layer < 0 || layer >= w.shape().layers || kv_head < 0 || kv_head >= w.shape().kv_heads) {
           throw InputError("budget_curve", "layer, kv_head",
                            "indices inside the workload (" + std::to_string(w.shape().layers) + " layers, " +
@@ -131,7 +131,7 @@ void bind_optimum(nb::module_& m) {
         greedy::BudgetCurve curve;
         {
           nb::gil_scoped_release release;
-          curve = greedy::optimum_budget_curve(w, layer, kv_head, max_budget, gap);
+          curve = greedy::optimum_budget_curve(w, layer, kv_head, max_budget, gap, {}, threads);
         }
         const double g = curve.heads;
         Eigen::VectorXd total(curve.points.size()), upper(curve.points.size());
@@ -153,13 +153,14 @@ void bind_optimum(nb::module_& m) {
         d["seconds"] = curve.seconds;
         return d;
       },
-      "workload"_a, "layer"_a, "kv_head"_a, "max_budget"_a, "gap"_a = 0.0,
+      "workload"_a, "layer"_a, "kv_head"_a, "max_budget"_a, "gap"_a = 0.0, "threads"_a = 1,
       "The budget curve OPT(k), k = 1..max_budget, of one (layer, KV head) as subevict simulate --budget-curve "
       "computes it, in simulate's units (masses / g). gap = 0: exact at every budget by successive shortest "
       "paths ('status' 'optimal'); gap > 0: the implicit-arc column generation stops each budget at that "
       "relative gap, OPT(k) in [total, "
       "upper_bound]. Returns {'budget' (int32), 'total', 'upper_bound' (float64), 'status', 'group_size', "
-      "'tokens', 'seconds'}. Concave and nondecreasing in k when exact.");
+      "'tokens', 'seconds'}. Concave and nondecreasing in k when exact. threads >= 1: the exact curve's budgets "
+      "in that many runs on as many threads (each run of 256 budgets at least), the same points.");
 
   m.def(
       "allocate",

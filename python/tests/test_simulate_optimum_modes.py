@@ -158,12 +158,23 @@ def test_python_certified_results_hold_the_optimum_within_the_gap(runs):
     ({"max_budget": 4, "gap": -1.0}, "gap: expected a finite value >= 0"),
     ({"max_budget": 4, "gap": float("nan")}, "gap: expected a finite value >= 0"),
     ({"max_budget": 4, "kv_head": 2}, "layer, kv_head: expected indices inside the workload"),
+    ({"max_budget": 4, "threads": 0}, "threads: expected an integer >= 1, got 0"),
 ])
 def test_bad_budget_curve_arguments_raise_naming_them(runs, kwargs, message):
     _, _, w = runs
     args = {"layer": 0, "kv_head": 0, **kwargs}
     with pytest.raises(subevict.InputError, match=re.escape(message)):
         subevict.budget_curve(w, **args)
+
+
+def test_a_budget_curve_on_two_threads_gives_the_same_points():
+    # 520 budgets: two runs of 260 (each at least 256), the second from its own solve at k = 261.
+    w = subevict.generate("tiny", 600, seed=29)
+    one = subevict.budget_curve(w, 0, 0, 520)
+    two = subevict.budget_curve(w, 0, 0, 520, threads=2)
+    assert list(two["budget"]) == list(range(1, 521)) and two["status"] == ["optimal"] * 520
+    np.testing.assert_allclose(two["total"], one["total"], rtol=1e-9)
+    np.testing.assert_allclose(two["upper_bound"], two["total"], rtol=1e-9)
 
 
 def test_python_simulate_rejects_a_bad_gap(runs):

@@ -17,12 +17,13 @@ namespace {
 
 template <class Scalar>
 std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budget, double relative_gap,
-                                           const std::function<void(int)>& on_points) {
+                                           const std::function<void(int)>& on_points, int threads) {
   const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
   std::vector<BudgetCurvePoint> out;
   if (relative_gap == 0.0) {  // exact: successive shortest paths (bench/results/budget_curve.md)
     ShortestPathCurveOptions options;
     options.on_budget = on_points;
+    options.threads = threads;
     for (const CurveOptimum& p : shortest_path_curve(gains, max_budget, options).points) {
       out.push_back(BudgetCurvePoint{p.budget, p.value, p.upper_bound, ScheduleStatus::kOptimal});
     }
@@ -44,7 +45,7 @@ std::vector<BudgetCurvePoint> curve_points(const HeadGroup& group, int max_budge
 }  // namespace
 
 BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_head, int max_budget,
-                                 double relative_gap, const std::function<void(int)>& on_points) {
+                                 double relative_gap, const std::function<void(int)>& on_points, int threads) {
   const int n = workload.shape().tokens;
   if (max_budget < 1 || max_budget > n) {
     throw InputError("budget curve", "largest budget K", "an integer in [1, " + std::to_string(n) + "] (the tokens)",
@@ -60,6 +61,7 @@ BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_hea
   if (!std::isfinite(relative_gap) || relative_gap < 0.0) {
     throw InputError("budget curve", "gap", "a finite value >= 0", significant_digits(relative_gap, 10));
   }
+  if (threads < 1) throw InputError("budget curve", "threads", "an integer >= 1", std::to_string(threads));
   const auto start = std::chrono::steady_clock::now();
   const HeadGroup group = head_group(workload, layer, kv_head);
   BudgetCurve out;
@@ -67,8 +69,8 @@ BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_hea
   out.kv_head = kv_head;
   out.heads = group.group_size();
   out.tokens = n;
-  out.points = n <= kDoubleGainsTokens ? curve_points<double>(group, max_budget, relative_gap, on_points)
-                                       : curve_points<float>(group, max_budget, relative_gap, on_points);
+  out.points = n <= kDoubleGainsTokens ? curve_points<double>(group, max_budget, relative_gap, on_points, threads)
+                                       : curve_points<float>(group, max_budget, relative_gap, on_points, threads);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -31,12 +31,14 @@ struct BudgetCurve {
 /// OPT(k) for k = 1..max_budget of (layer, kv_head) of `workload`, the gains stored as
 /// evaluate_head_budgets stores them (double up to kDoubleGainsTokens tokens, float beyond).
 /// relative_gap = 0: exact (status kOptimal at every budget); > 0: each budget stops at that gap.
-/// `on_points` (may be empty) is called after each budget with the number of budgets done.
-/// Throws InputError for max_budget outside [1, tokens], more than kStoredGainsTokens tokens, or a
-/// gap that is negative or not finite;
+/// `on_points` (may be empty) is called after each budget with the number of budgets done (with
+/// threads > 1, from the curve's threads, one call at a time). `threads`: the exact curve's runs of
+/// budgets (ShortestPathCurveOptions::threads; a gap > 0 runs on one).
+/// Throws InputError for max_budget outside [1, tokens], more than kStoredGainsTokens tokens, a
+/// gap that is negative or not finite, or threads < 1;
 /// std::out_of_range for a layer or head outside the workload.
 [[nodiscard]] BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_head, int max_budget,
                                                double relative_gap = 0.0,
-                                               const std::function<void(int)>& on_points = {});
+                                               const std::function<void(int)>& on_points = {}, int threads = 1);
 
 }  // namespace subevict::greedy

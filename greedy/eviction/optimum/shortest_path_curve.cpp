@@ -4,12 +4,13 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <queue>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "core/input_error.hpp"
+#include "core/parallel_units.hpp"
 #include "greedy/eviction/optimum/column_generation.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/incremental_network_simplex.hpp"
@@ -22,226 +23,340 @@ using namespace column_generation;
 
 constexpr const char* kCurveSource = "shortest_path_curve";
 constexpr std::int64_t kInfinity = std::numeric_limits<std::int64_t>::max();
-/// Arcs added per violated token and retry: every one is legal at flow 0 (add_arcs), and more
-/// of them anticipate the next budgets' paths (4 against 2: 25% fewer retries at n = 2048).
-constexpr int kArcsPerToken = 4;
-/// compact() runs after this many committed pairs and keeps the unused token arcs whose reduced
-/// cost is at most kKeptReach times the last augmentation's distance (tuned on the benchmark heads
-/// at n = 2048: 1, 2, 4 and 8 times, every 4 or 16 pairs, differ by under 10%).
-constexpr int kCompactionPeriod = 16;
-constexpr std::int64_t kKeptReach = 2;
-/// Potentials stay below 2^61 in magnitude, so a reduced cost (a cost below 2^60 plus two
-/// potentials) fits in 64 bits; the solver checks it after every Dijkstra.
+/// Potentials stay below 2^61 in magnitude, so a distance (a reduced cost below 2^62 plus a
+/// distance below it) fits in 64 bits; the solver checks it after every augmentation.
 constexpr std::int64_t kPotentialLimit = std::int64_t{1} << 61;
+/// A run of budgets on its own thread holds this many budgets at least: its start (a column
+/// generation at its first budget) costs about as much as a hundred augmentations at n = 4096.
+constexpr int kRunBudgets = 256;
 
-/// The residual network: nodes R_j = j, D_i = n + i; arcs in pairs (a, a ^ 1), forward (even) and
-/// reverse (odd), each with its residual capacity; per node a singly linked list of its outgoing
-/// arcs; integer potentials per node.
-struct Residual {
-  std::vector<int> head, next, to, cap;
-  std::vector<std::int64_t> cost;
-  std::vector<double> earned;  ///< C_j(e) of a token arc R_j → D_e (0 on the backbone)
-  std::vector<std::int64_t> pot;
-
-  /// Adds u → v (capacity, cost c) and its reverse v → u (capacity 0, cost −c); returns u → v.
-  int add_pair(int u, int v, int capacity, std::int64_t c, double earns) {
-    const int a = static_cast<int>(to.size());
-    add_arc(u, v, capacity, c, earns);
-    add_arc(v, u, 0, -c, earns);
-    return a;
-  }
-  [[nodiscard]] std::int64_t reduced(int a) const { return cost[a] + pot[to[a ^ 1]] - pot[to[a]]; }
-  /// One unit along arc a.
-  void push(int a) {
-    --cap[a];
-    ++cap[a ^ 1];
-  }
-
- private:
-  void add_arc(int from, int target, int room, std::int64_t c, double earns) {
-    next.push_back(head[from]);
-    head[from] = static_cast<int>(to.size());
-    to.push_back(target);
-    cap.push_back(room);
-    cost.push_back(c);
-    earned.push_back(earns);
-  }
+/// A heap entry: a node at its tentative distance, or block b of token j's implicit arcs at a lower
+/// bound on the distance any of them gives (block = −1 for a node).
+struct Entry {
+  std::int64_t key;
+  int node;
+  int block;
+  bool operator>(const Entry& other) const { return key > other.key; }
 };
 
-/// A token's most negative arc found by pricing.
-struct ViolatedArc {
-  int token = 0;
-  TokenArc arc;
+/// What every run of budgets of one instance reads and none changes: the integer costs' scale,
+/// per token C_j at the end of its first block and the integer cost at every later block's end, and
+/// the certificate's sums.
+template <class Scalar>
+struct CurveInstance {
+  explicit CurveInstance(const TriangularGains<Scalar>& g)
+      : gains(g), n(g.size()), blocks(block_count(g.size())), scale(cost_scale(g)) {
+    first_end.assign(n, 0.0);
+    // Per token: C_j at the end of its first block (where block_earned's stored ends begin), and the
+    // largest rounding of an arc's integer cost above its exact cost (in cost units, at most 1/2;
+    // exact in double: the two terms are within a factor 2 of each other or tiny).
+    for (int j = 0; j < n; ++j) {
+      const double shift = scale.costs.shift[j], s = scale.costs.scale;
+      const Scalar* column = gains.column(j);
+      const int walked_to = std::min(n - 1, ((j + 1) / kPricingBlock + 1) * kPricingBlock - 1);
+      double earned = 0.0, rounding = static_cast<double>(integer_cost(shift, s)) - shift * s;
+      for (int e = j + 1; e < n; ++e) {
+        earned += double(column[e - j]);
+        if (e == walked_to) first_end[j] = earned;
+        rounding = std::max(rounding, static_cast<double>(integer_cost(shift - earned, s)) - (shift - earned) * s);
+      }
+      shift_sum += shift;
+      rounding_sum += rounding;
+    }
+    block_end_cost.resize(scale.block_earned.size());
+    for (int j = 0; j < n; ++j) {
+      for (std::size_t m = scale.block_offset[j]; m < scale.block_offset[j + 1]; ++m) {
+        block_end_cost[m] = arc_cost(j, scale.block_earned[m]);
+      }
+    }
+  }
+
+  [[nodiscard]] std::int64_t arc_cost(int j, double earned) const {
+    return integer_cost(scale.costs.shift[j] - earned, scale.costs.scale);
+  }
+  /// C_j just before block b (b > the first block of j): the exact double a walk down column j
+  /// reaches there.
+  [[nodiscard]] double earned_before(int j, int b) const {
+    const int first = (j + 1) / kPricingBlock;
+    return b == first + 1 ? first_end[j] : scale.block_earned[scale.block_offset[j] + (b - first - 2)];
+  }
+  /// C_j(e) for e ∈ [j, n] (C_j(n) = C_j(n − 1)), summed as every walk sums it.
+  [[nodiscard]] double earned_at(int j, int e) const {
+    e = std::min(e, n - 1);
+    const int first = (j + 1) / kPricingBlock, b = e / kPricingBlock;
+    double earned = 0.0;
+    int from = j + 1;
+    if (b > first) {
+      earned = earned_before(j, b);
+      from = b * kPricingBlock;
+    }
+    const Scalar* column = gains.column(j);
+    for (int i = from; i <= e; ++i) earned += double(column[i - j]);
+    return earned;
+  }
+  /// The integer cost at the end of token j's block b (b after its first block).
+  [[nodiscard]] std::int64_t block_end_cost_of(int j, int b) const {
+    return block_end_cost[scale.block_offset[j] + (b - (j + 1) / kPricingBlock - 1)];
+  }
+
+  const TriangularGains<Scalar>& gains;
+  int n, blocks;
+  CostScale scale;
+  std::vector<double> first_end;             ///< C_j at the end of token j's first block
+  std::vector<std::int64_t> block_end_cost;  ///< the integer cost at each block_earned entry
+  double shift_sum = 0.0, rounding_sum = 0.0;  ///< Σ_j shift_j, Σ_j (token j's largest rounding)
 };
 
+/// Where a run of budgets hands each certified point: (point, certificate y_0..y_n).
+using PointSink = std::function<void(const CurveOptimum&, const std::vector<double>&)>;
+
+/// One run of consecutive budgets first..last: the first by the column generation, each next one
+/// by one augmentation.
 template <class Scalar>
 class CurveSolver {
  public:
-  CurveSolver(const TriangularGains<Scalar>& gains, const ShortestPathCurveOptions& options)
-      : gains_(gains), n_(gains.size()), scale_(cost_scale(gains)), options_(options) {
+  CurveSolver(const CurveInstance<Scalar>& instance, PointSink sink)
+      : in_(instance), gains_(instance.gains), n_(instance.n), blocks_(instance.blocks), sink_(std::move(sink)) {
     const int nodes = 2 * n_ + 1;
-    net_.head.assign(nodes, -1);
+    pot_.assign(nodes, 0);
     dist_.assign(nodes, kInfinity);
     pred_.assign(nodes, -1);
     settled_flag_.assign(nodes, 0);
-    dirty_.assign(n_, 0);
-    // Per token the largest rounding of an arc's integer cost above its exact cost (in cost units,
-    // at most 1/2; exact in double: the two terms are within a factor 2 of each other or tiny).
-    for (int j = 0; j < n_; ++j) {
-      const double shift = scale_.costs.shift[j], s = scale_.costs.scale;
-      const Scalar* column = gains.column(j);
-      double earned = 0.0, rounding = static_cast<double>(integer_cost(shift, s)) - shift * s;
-      for (int e = j + 1; e < n_; ++e) {
-        earned += double(column[e - j]);
-        rounding = std::max(rounding, static_cast<double>(integer_cost(shift - earned, s)) - (shift - earned) * s);
-      }
-      shift_sum_ += shift;
-      rounding_sum_ += rounding;
-    }
+    base_.assign(n_, 0);
+    end_.assign(n_, 0);
+    carry_cost_.assign(n_, 0);
+    carry_earned_.assign(n_, 0.0);
+    position_.assign(n_, 0);
+    ending_at_.assign(static_cast<std::size_t>(n_) + 1, {});
+    flow_.assign(n_, 0);
   }
 
-  ShortestPathCurve run(int max_budget) {
-    ShortestPathCurve out;
-    start_from_budget_one(out);
-    int k = 1;
-    while (k < max_budget) {
-      const int step = std::min(2, max_budget - k);
-      for (;;) {
-        augment();
-        const double first_value = flow_value();
-        if (step == 2) augment();
-        const std::vector<ViolatedArc> violated = price(out.stats);
-        if (violated.empty()) {
-          certify(k + 1, first_value, out);
-          if (step == 2) certify(k + 2, flow_value(), out);
-          commit();
-          if (++since_compaction_ == kCompactionPeriod) compact();
-          break;
-        }
-        // Back to budget k, whose π is dual feasible on the whole network: every arc can join the
-        // restricted network at flow 0, and the budgets are solved again on it.
-        undo();
-        add_arcs(violated, out.stats);
-        ++out.stats.retries;
-      }
-      k += step;
+  /// Budgets first..last (1 ≤ first ≤ last ≤ n), each handed to the sink in order; returns what
+  /// the run did.
+  ShortestPathCurveStats run(int first, int last) {
+    start_from(first);
+    for (int k = first + 1; k <= last; ++k) {
+      augment();
+      tighten_token_potentials();
+      certify(k);
     }
-    out.stats.augmentations = augmentations_;
-    out.stats.token_arcs = net_.to.size() / 2 - static_cast<std::size_t>(n_);
-    return out;
+    stats_.blocks_skipped = blocks_after_first_ - stats_.blocks_walked;
+    return stats_;
   }
 
  private:
   [[nodiscard]] int d(int i) const { return n_ + i; }
+  [[nodiscard]] std::int64_t arc_cost(int j, double earned) const { return in_.arc_cost(j, earned); }
 
-  /// Budget 1 by the column generation (implicit_flow.hpp's solve_budget from the never-cached
-  /// basis, priced until no arc is violated): its optimal basis's potentials are dual feasible on
-  /// the residual network (≥ 0 on arcs at flow 0, ≤ 0 on arcs at capacity, no implicit arc below
-  /// 0), and its arcs and flow become the residual network's.
-  void start_from_budget_one(ShortestPathCurve& out) {
+  /// Token j's arc now ends at D_e with this integer cost and earnings.
+  void carry(int j, int e, std::int64_t cost, double earned) {
+    std::vector<int>& old = ending_at_[end_[j]];
+    if (position_[j] < static_cast<int>(old.size()) && old[position_[j]] == j) {
+      old[position_[j]] = old.back();
+      position_[old[position_[j]]] = position_[j];
+      old.pop_back();
+    }
+    end_[j] = e;
+    carry_cost_[j] = cost;
+    carry_earned_[j] = earned;
+    position_[j] = static_cast<int>(ending_at_[e].size());
+    ending_at_[e].push_back(j);
+  }
+
+  /// Budget k0 by the column generation (implicit_flow.hpp's solve_budget from each token's
+  /// never-cached arc and guessed lifetime, priced until no arc is violated): its optimal basis's
+  /// potentials are dual feasible on the whole residual network (≥ 0 on arcs at flow 0, ≤ 0 on arcs
+  /// at capacity, no implicit arc below 0), and its flow (each token's chosen arc, the backbone by
+  /// conservation) is kept.
+  void start_from(int k0) {
+    const CostScale& scale = in_.scale;
+    const std::vector<double> prices = slot_prices<Scalar>({&gains_}, k0);
     std::vector<std::vector<TokenArc>> arcs(n_);
-    for (int j = 0; j < n_; ++j) arcs[j] = {TokenArc{j, 0.0, scale_.costs.shift[j]}};
-    IncrementalNetworkSimplex simplex = restricted_simplex(n_, 1, scale_.costs, arcs);
+    for (int j = 0; j < n_; ++j) arcs[j] = guessed_token_arcs(gains_, j, prices, scale.costs.shift[j]);
+    IncrementalNetworkSimplex simplex = restricted_simplex(n_, k0, scale.costs, arcs);
     ImplicitFlowOptions values_only;
     values_only.step_mass = false;
     values_only.process_form = false;
-    values_only.on_round = [&out](const ImplicitFlowRound&) { ++out.stats.pricing_passes; };
-    const ImplicitFlowResult first = solve_budget(n_, gains_.diagonal_sum(), 1, scale_.costs, simplex, arcs,
-                                                  values_only, price_every_token(gains_, scale_, nullptr), {});
+    values_only.on_round = [this](const ImplicitFlowRound&) { ++stats_.pricing_passes; };
+    const ImplicitFlowResult first = solve_budget(n_, gains_.diagonal_sum(), k0, scale.costs, simplex, arcs,
+                                                  values_only, price_every_token(gains_, scale, nullptr), {});
     if (first.summary.status != ScheduleStatus::kOptimal) {
       throw std::logic_error("shortest_path_curve: the first budget's column generation stopped early");
     }
     const std::vector<int> chosen = simplex.chosen_steps();
+    for (int v = 0; v < 2 * n_ + 1; ++v) pot_[v] = simplex.potential(v);
     std::vector<int> arriving(static_cast<std::size_t>(n_) + 1, 0);  // tokens whose arc ends at D_e
-    net_.pot.resize(2 * static_cast<std::size_t>(n_) + 1);
-    for (int v = 0; v < 2 * n_ + 1; ++v) net_.pot[v] = simplex.potential(v);
     for (int j = 0; j < n_; ++j) {
       for (const TokenArc& arc : arcs[j]) {
-        const int a = net_.add_pair(j, d(arc.e), 1, integer_cost(arc.cost, scale_.costs.scale), arc.earned);
-        if (arc.e == chosen[j]) net_.push(a);
+        if (arc.e != chosen[j]) continue;
+        const std::int64_t cost = integer_cost(arc.cost, scale.costs.scale);
+        // The walks form the same cost from the same sums; a token arc must not change its cost when
+        // it leaves the restricted network.
+        if (arc.e < n_ && arc.e > j && cost != arc_cost(j, in_.earned_at(j, arc.e))) {
+          throw std::logic_error("shortest_path_curve: a restricted arc's cost differs from its walk's");
+        }
+        carry(j, arc.e, cost, arc.earned);
       }
       ++arriving[chosen[j]];
     }
-    // The backbone's flow by conservation at D_i (supply k − 1 = 0 at D_0, −1 at 0 < i < n).
-    int flow = 0;
+    // The backbone's flow by conservation at D_i (supply k0 − 1 at D_0, −1 at 0 < i < n).
+    int flow = k0 - 1;
     for (int i = 0; i < n_; ++i) {
       flow += arriving[i] - (i == 0 ? 0 : 1);
-      const int a = net_.add_pair(d(i), d(i + 1), n_, 0, 0.0);
-      net_.cap[a] -= flow;
-      net_.cap[a ^ 1] += flow;
+      flow_[i] = flow;
     }
-    // The column generation's last pass found no violated arc: slack 0 is a bound.
-    slack_.assign(n_, 0);
-    latest_.resize(n_);
-    out.points.push_back(CurveOptimum{1, first.summary.value, first.summary.upper_bound});
-    if (options_.on_certificate) options_.on_certificate(1, first.potentials);
-    if (options_.on_budget) options_.on_budget(1);
+    tighten_token_potentials();
+    sink_(CurveOptimum{k0, first.summary.value, first.summary.upper_bound}, first.potentials);
   }
 
-  /// Raises the budget by one: Dijkstra on reduced costs from D_0 to D_n, π grown by the distances
-  /// capped at D_n's (settled nodes only: the others keep theirs, the same up to a constant), and
-  /// one unit sent along the path, whose arcs then have reduced cost 0. Every change is journaled
-  /// for undo. A token whose slack (a lower bound on its implicit arcs' reduced costs) falls below
-  /// 0 becomes dirty: only its implicit arcs can have lost dual feasibility.
+  /// Relaxes node v to distance `through` from predecessor p (pred_ encoding: a token j < n for
+  /// its arc R_j → D_e, n + i for the backbone from D_i; unused for R nodes).
+  void relax(int v, std::int64_t through, int p) {
+    if (settled_flag_[v] || through >= dist_[v]) return;
+    if (dist_[v] == kInfinity) touched_.push_back(v);
+    dist_[v] = through;
+    pred_[v] = p;
+    push(Entry{through, v, -1});
+  }
+
+  void push(const Entry& entry) {
+    heap_.push_back(entry);
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+
+  /// Relaxes the explicit arc from settled node u (at distance du) to v with reduced cost rc.
+  void relax_arc(int v, std::int64_t du, std::int64_t rc, int p) {
+    if (rc < 0) throw std::logic_error("shortest_path_curve: a residual arc lost dual feasibility");
+    relax(v, du + rc, p);
+  }
+
+  /// Relaxes token j's implicit arcs R_j → D_e for the steps e of block b (its first block: from
+  /// j + 1), walking down column j from C_j before the block (the exact doubles every walk reaches,
+  /// so each arc's integer cost is the one pricing formed). A settled D_e needs no test: its
+  /// distance is at most the entry's key, at most any arc's. Nor does token j's own arc (at
+  /// capacity, not residual): it ends at D_{e_j}, R_j's only way in, settled before R_j.
+  void walk(int j, int b) {
+    const int first = (j + 1) / kPricingBlock, from = b == first ? j + 1 : b * kPricingBlock;
+    const int last = block_end(b, n_);
+    const Scalar* column = gains_.column(j);
+    const std::int64_t base = base_[j], floor = dist_[j];
+    const std::int64_t* pot_d = pot_.data() + n_;
+    const std::int64_t* dist_d = dist_.data() + n_;
+    double earned = b == first ? 0.0 : in_.earned_before(j, b);
+    for (int e = from; e <= last; ++e) {
+      earned += double(column[e - j]);
+      const std::int64_t through = base + arc_cost(j, earned) - pot_d[e];
+      if (through >= dist_d[e]) continue;
+      if (through < floor) throw std::logic_error("shortest_path_curve: an implicit arc lost dual feasibility");
+      relax(d(e), through, j);
+    }
+  }
+
+  /// The bound of token j's block b (b after its first block): no arc R_j → D_e in the block gives
+  /// D_e a distance below it (C_j at the block's end, the block's largest π(D_e)).
+  [[nodiscard]] std::int64_t block_key(int j, int b) const {
+    return base_[j] + in_.block_end_cost_of(j, b) - max_pot_[b];
+  }
+
+  /// Queues token j's next block after (key, b) in the order (bound, block) whose bound lies below
+  /// `bound`, an upper bound on D_n's distance (a block at or above it can only reach nodes that
+  /// stay unsettled); one block of a token is in the heap at a time.
+  void queue_next_block(int j, std::int64_t key, int b, std::int64_t bound) {
+    Entry next{bound, j, -1};
+    for (int c = (j + 1) / kPricingBlock + 1; c < blocks_; ++c) {
+      const std::int64_t k = block_key(j, c);
+      if ((k > key || (k == key && c > b)) && k < next.key) next = Entry{k, j, c};
+    }
+    if (next.block >= 0) {
+      push(next);
+      ++stats_.blocks_queued;
+    }
+  }
+
+  /// Settles R_j: relaxes its arcs in its first block at once (the never-cached arc R_j → D_j
+  /// included) and queues its later blocks.
+  void settle_token(int j, std::int64_t bound) {
+    base_[j] = dist_[j] + pot_[j];
+    if (!settled_flag_[d(j)]) {  // settled when it is D_{e_j} (e_j = j: never cached)
+      const std::int64_t through = base_[j] + arc_cost(j, 0.0) - pot_[d(j)];
+      if (through < dist_[j]) throw std::logic_error("shortest_path_curve: a never-cached arc lost dual feasibility");
+      relax(d(j), through, j);
+    }
+    if (j + 1 < n_) walk(j, (j + 1) / kPricingBlock);
+    blocks_after_first_ += static_cast<std::size_t>(std::max(0, blocks_ - (j + 1) / kPricingBlock - 1));
+    queue_next_block(j, std::numeric_limits<std::int64_t>::min(), -1, bound);
+  }
+
+  /// Raises the budget by one: Dijkstra from D_0 to D_n on reduced costs over the whole network,
+  /// the implicit arcs relaxed block by block in the order of their bounds; π grown by the
+  /// distances capped at D_n's (settled nodes only: the others keep theirs, the same up to a
+  /// constant), which keeps every reduced cost ≥ 0; then one unit along the path.
   void augment() {
-    ++augmentations_;
-    using Entry = std::pair<std::int64_t, int>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    ++stats_.augmentations;
+    max_pot_ = block_max_potential(std::vector<std::int64_t>(pot_.begin() + n_, pot_.end()), n_);
     const int source = d(0), sink = d(n_);
     dist_[source] = 0;
-    pred_[source] = -1;
-    heap.emplace(0, source);
     touched_.push_back(source);
+    push(Entry{0, source, -1});
+    // An upper bound on D_n's distance: a settled D_i plus the backbone from D_i to D_n, whose
+    // reduced costs sum to π(D_i) − π(D_n).
+    std::int64_t bound = kInfinity;
     bool reached = false;
-    while (!heap.empty()) {
-      const auto [du, u] = heap.top();
-      heap.pop();
-      if (settled_flag_[u] || du > dist_[u]) continue;
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      const Entry top = heap_.back();
+      heap_.pop_back();
+      if (top.block >= 0) {
+        if (top.key >= std::min(bound, dist_[sink])) continue;
+        ++stats_.blocks_walked;
+        const int j = top.node, b = top.block;
+        walk(j, b);
+        queue_next_block(j, top.key, b, std::min(bound, dist_[sink]));
+        continue;
+      }
+      const int u = top.node;
+      if (settled_flag_[u] || top.key > dist_[u]) continue;
       settled_flag_[u] = 1;
       settled_.push_back(u);
+      ++stats_.nodes_settled;
       if (u == sink) {
         reached = true;
         break;
       }
-      for (int a = net_.head[u]; a != -1; a = net_.next[a]) {
-        if (net_.cap[a] <= 0) continue;
-        const int v = net_.to[a];
-        const std::int64_t rc = net_.reduced(a);
-        if (rc < 0) throw std::logic_error("shortest_path_curve: a residual arc lost dual feasibility");
-        if (du + rc < dist_[v]) {
-          if (dist_[v] == kInfinity) touched_.push_back(v);
-          dist_[v] = du + rc;
-          pred_[v] = a;
-          heap.emplace(dist_[v], v);
-        }
+      const std::int64_t du = dist_[u];
+      if (u < n_) {
+        settle_token(u, std::min(bound, dist_[sink]));
+        continue;
       }
+      const int i = u - n_;
+      bound = std::min(bound, du + pot_[u] - pot_[sink]);
+      relax_arc(d(i + 1), du, pot_[u] - pot_[d(i + 1)], u);
+      if (i > 0 && flow_[i - 1] > 0) relax_arc(d(i - 1), du, pot_[u] - pot_[d(i - 1)], u);
+      for (int j : ending_at_[i]) relax_arc(j, du, -carry_cost_[j] + pot_[u] - pot_[j], u);
     }
     if (!reached) throw std::logic_error("shortest_path_curve: no augmenting path");
+    heap_.clear();
     const std::int64_t reach = dist_[sink];
-    last_reach_ = reach;
-
-    // An implicit arc R_j → D_e changes by δ(R_j) − δ(D_e), δ(v) = min(dist(v), reach) − reach:
-    // at least by δ(R_j) − max over e > j of δ(D_e), a suffix maximum over the steps.
-    for (int e = n_ - 1; e >= 0; --e) {
-      const std::int64_t capped = settled_flag_[d(e)] ? dist_[d(e)] : reach;
-      latest_[e] = e == n_ - 1 ? capped : std::max(capped, latest_[e + 1]);
-    }
     for (int v : settled_) {
-      const std::int64_t fall = dist_[v] - reach;
-      if (fall != 0) set_potential(v, net_.pot[v] + fall);
-      if (net_.pot[v] <= -kPotentialLimit) throw std::logic_error("shortest_path_curve: potentials beyond 2^61");
-      if (v >= n_ || v + 1 >= n_) continue;
-      const std::int64_t loss = latest_[v + 1] - dist_[v];
-      if (loss <= 0) continue;
-      set_slack(v, slack_[v] - loss);
-      if (slack_[v] < 0 && !dirty_[v]) {
-        dirty_[v] = 1;
-        dirty_log_.push_back(v);
-      }
+      pot_[v] += dist_[v] - reach;
+      if (pot_[v] <= -kPotentialLimit) throw std::logic_error("shortest_path_curve: potentials beyond 2^61");
     }
-    for (int v = sink; pred_[v] != -1; v = net_.to[pred_[v] ^ 1]) {
-      net_.push(pred_[v]);
-      path_log_.push_back(pred_[v]);
+    // One unit from D_n back to D_0: a backbone step moves the backbone's flow, a token step
+    // D_old → R_j → D_e moves token j's arc from D_old to D_e.
+    for (int v = sink; v != source;) {
+      const int p = pred_[v];
+      const int e = v - n_;
+      if (p >= n_) {
+        const int i = p - n_;
+        if (i + 1 == e) ++flow_[i];
+        else --flow_[e];
+        v = p;
+      } else {
+        const int j = p, old = end_[j];
+        const double earned = in_.earned_at(j, e);
+        carry(j, e, arc_cost(j, earned), earned);
+        v = d(old);
+      }
     }
     for (int u : settled_) settled_flag_[u] = 0;
     settled_.clear();
@@ -249,122 +364,15 @@ class CurveSolver {
     touched_.clear();
   }
 
-  /// Drops from the restricted network every token arc that carries no flow and whose reduced
-  /// cost exceeds kKeptReach times the last augmentation's distance (it cannot lie on a shortest
-  /// path soon; Dijkstra and every O(arcs) pass get cheaper), folding its reduced cost into its
-  /// token's slack (it is implicit again). At a committed budget only (the journal is empty).
-  void compact() {
-    since_compaction_ = 0;
-    const std::int64_t limit = kKeptReach * last_reach_;
-    Residual kept;
-    kept.head.assign(net_.head.size(), -1);
-    kept.pot = net_.pot;
-    for (std::size_t a = 0; a < net_.to.size(); a += 2) {
-      const int from = net_.to[a ^ 1], to = net_.to[a];
-      const bool token_arc = from < n_, never_cached = to == d(from);
-      const std::int64_t rc = net_.reduced(int(a));
-      if (token_arc && !never_cached && net_.cap[a] > 0 && rc > limit) {
-        slack_[from] = std::min(slack_[from], rc);
-        continue;
-      }
-      const int b = kept.add_pair(from, to, net_.cap[a] + net_.cap[a ^ 1], net_.cost[a], net_.earned[a]);
-      kept.cap[b] = net_.cap[a];
-      kept.cap[b ^ 1] = net_.cap[a ^ 1];
-    }
-    net_ = std::move(kept);
-  }
-
-  /// slack_j = value, journaled.
-  void set_slack(int j, std::int64_t value) {
-    slack_log_.emplace_back(j, slack_[j]);
-    slack_[j] = value;
-  }
-
-  /// π(v) = value, journaled.
-  void set_potential(int v, std::int64_t value) {
-    pot_log_.emplace_back(v, net_.pot[v]);
-    net_.pot[v] = value;
-  }
-
-  /// Back to the last committed budget: flows, potentials and dirty flags as they were.
-  void undo() {
-    for (auto a = path_log_.rbegin(); a != path_log_.rend(); ++a) net_.push(*a ^ 1);
-    for (auto p = pot_log_.rbegin(); p != pot_log_.rend(); ++p) net_.pot[p->first] = p->second;
-    for (auto p = slack_log_.rbegin(); p != slack_log_.rend(); ++p) slack_[p->first] = p->second;
-    commit();
-  }
-
-  /// The current flow becomes the one undo returns to.
-  void commit() {
-    for (int j : dirty_log_) dirty_[j] = 0;
-    path_log_.clear();
-    pot_log_.clear();
-    slack_log_.clear();
-    dirty_log_.clear();
-  }
-
-  /// Adds the violated arcs at flow 0 (at a committed budget π is dual feasible on the whole
-  /// network, so each has reduced cost ≥ 0 there; checked).
-  void add_arcs(const std::vector<ViolatedArc>& violated, ShortestPathCurveStats& stats) {
-    for (const auto& [j, arc] : violated) {
-      const int a = net_.add_pair(j, d(arc.e), 1, integer_cost(arc.cost, scale_.costs.scale), arc.earned);
-      if (net_.reduced(a) < 0) throw std::logic_error("shortest_path_curve: an implicit arc violated at a certified budget");
-      ++stats.arcs_added;
-    }
-  }
-
-  /// Raises π(R_j) until the arc carrying token j has reduced cost 0 (its reverse bounds π(R_j);
-  /// every other arc leaving R_j only gains), so a restricted arc never prices as violated and
-  /// π(R_j) is as high as dual feasibility allows (what certify's bound reads).
+  /// Raises π(R_j) until the reverse of token j's arc (its only way in) has reduced cost 0: every
+  /// arc leaving R_j only gains, and π(R_j) is as high as dual feasibility allows (what certify's
+  /// bound reads).
   void tighten_token_potentials() {
     for (int j = 0; j < n_; ++j) {
-      for (int a = net_.head[j]; a != -1; a = net_.next[a]) {
-        const std::int64_t tight = net_.pot[net_.to[a]] - net_.cost[a];
-        if ((a & 1) == 0 && net_.cap[a] == 0 && net_.pot[j] != tight) {
-          set_slack(j, std::min(slack_[j] + (tight - net_.pot[j]), kPotentialLimit));
-          set_potential(j, tight);
-        }
-      }
+      const std::int64_t tight = pot_[d(end_[j])] - carry_cost_[j];
+      if (tight < pot_[j]) throw std::logic_error("shortest_path_curve: a token's arc lost dual feasibility");
+      pot_[j] = tight;
     }
-  }
-
-  /// Prices the implicit arcs of every dirty token against π (the others cannot be violated) and
-  /// returns the kArcsPerToken most negative arcs of each violated one.
-  std::vector<ViolatedArc> price(ShortestPathCurveStats& stats) {
-    tighten_token_potentials();
-    ++stats.pricing_passes;
-    pot_d_.assign(net_.pot.begin() + n_, net_.pot.end());
-    const std::vector<std::int64_t> max_pot = block_max_potential(pot_d_, n_);
-    std::vector<ViolatedArc> violated;
-    PricingBlocks blocks;
-    y_unused_.assign(static_cast<std::size_t>(n_) + 1, 0.0);
-    for (int j = 0; j < n_; ++j) {
-      if (!dirty_[j]) continue;
-      ++stats.tokens_priced;
-      restricted_.clear();
-      for (int a = net_.head[j]; a != -1; a = net_.next[a]) {
-        if ((a & 1) == 0) restricted_.push_back(TokenArc{net_.to[a] - n_, 0.0, 0.0});
-      }
-      std::sort(restricted_.begin(), restricted_.end(), [](const TokenArc& x, const TokenArc& y) { return x.e < y.e; });
-      const TokenPrice p = price_token(gains_, j, scale_, pot_d_, max_pot, net_.pot[j], y_unused_, restricted_,
-                                       PricingKeep{kArcsPerToken, false, true}, blocks);
-      for (int a = 0; a < p.found; ++a) violated.push_back(ViolatedArc{j, p.arc[a]});
-      set_slack(j, std::min(p.least_other, kPotentialLimit));
-    }
-    stats.blocks_skipped += blocks.skipped;
-    stats.blocks_walked += blocks.walked_for_reduced_cost + blocks.walked_for_both + blocks.walked_for_term;
-    return violated;
-  }
-
-  /// Σ_j W_jj + Σ_j C_j(e_j) of the current flow.
-  [[nodiscard]] double flow_value() const {
-    double value = gains_.diagonal_sum();
-    for (int j = 0; j < n_; ++j) {
-      for (int a = net_.head[j]; a != -1; a = net_.next[a]) {
-        if ((a & 1) == 0 && net_.cap[a] == 0) value += net_.earned[a];
-      }
-    }
-    return value;
   }
 
   /// Budget k's point from the current π, dual feasible on the whole network (every reduced cost
@@ -373,40 +381,39 @@ class CurveSolver {
   /// integer costs above the exact one (each arc's reduced cost is ≥ 0; e = n is no lower than
   /// e = n − 1, the backbone's reduced costs being ≥ 0), so the bound of upper_bound_from with these
   /// terms is an upper bound on OPT(k), formed in O(n); it exceeds the full evaluation by at most
-  /// n / scale.
-  void certify(int k, double value, ShortestPathCurve& out) {
+  /// n / scale. The value is Σ_j W_jj + Σ_j C_j(e_j) of the flow's schedule.
+  void certify(int k) {
+    const double scale = in_.scale.costs.scale;
     y_.resize(static_cast<std::size_t>(n_) + 1);
-    for (int i = 0; i <= n_; ++i) y_[i] = -static_cast<double>(net_.pot[d(i)]) / scale_.costs.scale;
-    double token_terms = -shift_sum_ - rounding_sum_ / scale_.costs.scale;
-    for (int j = 0; j < n_; ++j) token_terms -= static_cast<double>(net_.pot[j]) / scale_.costs.scale;
+    for (int i = 0; i <= n_; ++i) y_[i] = -static_cast<double>(pot_[d(i)]) / scale;
+    double token_terms = -in_.shift_sum - in_.rounding_sum / scale;
+    double value = gains_.diagonal_sum();
+    for (int j = 0; j < n_; ++j) {
+      token_terms -= static_cast<double>(pot_[j]) / scale;
+      value += carry_earned_[j];
+    }
     const double bound = upper_bound_from(gains_.diagonal_sum(), n_, k, y_, token_terms);
-    out.points.push_back(CurveOptimum{k, value, std::max(value, bound)});
-    if (options_.on_certificate) options_.on_certificate(k, y_);
-    if (options_.on_budget) options_.on_budget(static_cast<int>(out.points.size()));
+    sink_(CurveOptimum{k, value, std::max(value, bound)}, y_);
   }
 
+  const CurveInstance<Scalar>& in_;
   const TriangularGains<Scalar>& gains_;
-  int n_;
-  CostScale scale_;
-  const ShortestPathCurveOptions& options_;
-  Residual net_;
+  int n_, blocks_;
+  PointSink sink_;
+  std::vector<std::int64_t> pot_;         ///< R_j = j, D_i = n + i
+  std::vector<int> end_;                  ///< token j's arc ends at D_{end_j} (end_j = j: never cached)
+  std::vector<std::int64_t> carry_cost_;  ///< that arc's integer cost
+  std::vector<double> carry_earned_;      ///< and its C_j(end_j)
+  std::vector<std::vector<int>> ending_at_;  ///< per D_e the tokens whose arc ends there
+  std::vector<int> position_;             ///< token j's index in ending_at_[end_j]
+  std::vector<int> flow_;                 ///< the backbone D_i → D_{i+1}'s flow
+  std::vector<std::int64_t> dist_, base_, max_pot_;
   std::vector<int> pred_, settled_, touched_;
-  std::vector<int> path_log_, dirty_log_;                    ///< since the last commit
-  std::vector<std::pair<int, std::int64_t>> pot_log_;       ///< (node, potential before)
-  std::vector<std::pair<int, std::int64_t>> slack_log_;     ///< (token, slack before)
-  std::vector<std::int64_t> latest_;  ///< scratch: suffix maxima of the capped distances of D_e
-  /// Per token, a lower bound on the reduced cost of every implicit arc of j (≥ 0 at
-  /// every committed budget).
-  std::vector<std::int64_t> slack_;
-  std::vector<char> settled_flag_, dirty_;
-  std::vector<std::int64_t> dist_, pot_d_;
-  std::vector<double> y_, y_unused_;
-  std::vector<TokenArc> restricted_;  ///< scratch: one token's restricted steps, sorted
-  std::int64_t last_reach_ = 0;  ///< the last augmentation's distance from D_0 to D_n
-  int since_compaction_ = 0;
-  std::size_t settled_total_ = 0, zero_total_ = 0;     ///< committed pairs since the last compact()
-  double shift_sum_ = 0.0, rounding_sum_ = 0.0;  ///< Σ_j shift_j, Σ_j (token j's largest rounding)
-  std::size_t augmentations_ = 0;
+  std::vector<char> settled_flag_;
+  std::vector<Entry> heap_;  ///< a binary min-heap (std::push_heap with std::greater)
+  std::vector<double> y_;
+  ShortestPathCurveStats stats_;
+  std::size_t blocks_after_first_ = 0;  ///< blocks after the first of every token settled
 };
 
 }  // namespace
@@ -426,7 +433,45 @@ ShortestPathCurve shortest_path_curve(const TriangularGains<Scalar>& gains, int 
     if (options.on_budget) options.on_budget(1);
     return out;
   }
-  return CurveSolver<Scalar>(gains, options).run(max_budget);
+  if (options.threads < 1) {
+    throw InputError(kCurveSource, "threads", "an integer >= 1", std::to_string(options.threads));
+  }
+  const CurveInstance<Scalar> instance(gains);
+  // Runs of consecutive budgets, one per thread; run r holds budgets first[r]..first[r + 1] − 1.
+  const int runs = std::max(1, std::min(options.threads, max_budget / kRunBudgets));
+  std::vector<int> first(static_cast<std::size_t>(runs) + 1);
+  for (int r = 0; r <= runs; ++r) first[r] = 1 + static_cast<int>(static_cast<long long>(r) * max_budget / runs);
+  std::vector<std::vector<CurveOptimum>> points(runs);
+  std::vector<std::vector<std::vector<double>>> held(runs);  // later runs' certificates, handed out last
+  std::vector<ShortestPathCurveStats> stats(runs);
+  std::mutex progress;
+  int done = 0;
+  const std::string error = parallel_units(runs, runs, [&](long long u) {
+    const int r = static_cast<int>(u);
+    CurveSolver<Scalar> solver(instance, [&, r](const CurveOptimum& p, const std::vector<double>& y) {
+      points[r].push_back(p);
+      if (options.on_certificate) {
+        if (r == 0) {
+          options.on_certificate(p.budget, y);
+        } else {
+          held[r].push_back(y);
+        }
+      }
+      if (options.on_budget) {
+        const std::lock_guard<std::mutex> lock(progress);
+        options.on_budget(++done);
+      }
+    });
+    stats[r] = solver.run(first[r], first[r + 1] - 1);
+  });
+  if (!error.empty()) throw std::logic_error(error);
+  ShortestPathCurve out;
+  for (int r = 0; r < runs; ++r) {
+    out.points.insert(out.points.end(), points[r].begin(), points[r].end());
+    for (std::size_t i = 0; i < held[r].size(); ++i) options.on_certificate(points[r][i].budget, held[r][i]);
+    out.stats += stats[r];
+  }
+  return out;
 }
 
 template ShortestPathCurve shortest_path_curve<float>(const TriangularGains<float>&, int,

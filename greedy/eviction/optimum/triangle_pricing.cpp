@@ -5,16 +5,6 @@
 #include <limits>
 
 namespace subevict::greedy::column_generation {
-namespace {
-
-/// Blocks of steps 0..n − 1 (the last may be partial).
-int block_count(int n) { return (n + kPricingBlock - 1) / kPricingBlock; }
-
-/// The last step of block b (n − 1 for the last block).
-int block_end(int b, int n) { return std::min((b + 1) * kPricingBlock, n) - 1; }
-
-}  // namespace
-
 template <class Scalar>
 CostScale cost_scale(const TriangularGains<Scalar>& gains) {
   const int n = gains.size();

@@ -8,6 +8,7 @@
 /// the same walk down column j, skipping blocks of kPricingBlock steps that provably hold neither
 /// a violated arc nor a lower term (price_token).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,6 +21,12 @@ namespace subevict::greedy::column_generation {
 /// Pricing skips whole blocks of steps e ∈ [b·B, (b + 1)·B) when a bound shows that no arc in them
 /// can be added or lower a token's Lagrangian term (price_token).
 inline constexpr int kPricingBlock = 64;
+
+/// Blocks of steps 0..n − 1 (the last may be partial).
+[[nodiscard]] inline int block_count(int n) { return (n + kPricingBlock - 1) / kPricingBlock; }
+
+/// The last step of block b (n − 1 for the last block).
+[[nodiscard]] inline int block_end(int b, int n) { return std::min((b + 1) * kPricingBlock, n) - 1; }
 
 /// The scaled, shifted costs of one instance (ArcCosts) and per token the running sums C_j at the
 /// last step of every block after the one holding j + 1 (block_earned[block_offset[j] + m] ends

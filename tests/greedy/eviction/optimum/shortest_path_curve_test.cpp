@@ -35,9 +35,10 @@ struct CurveWithCertificates {
 };
 
 template <class Scalar>
-CurveWithCertificates curve_with_certificates(const TriangularGains<Scalar>& gains, int max_budget) {
+CurveWithCertificates curve_with_certificates(const TriangularGains<Scalar>& gains, int max_budget, int threads = 1) {
   CurveWithCertificates out;
   ShortestPathCurveOptions options;
+  options.threads = threads;
   int last = 0;
   options.on_certificate = [&](int k, const std::vector<double>& y) {
     EXPECT_EQ(k, last + 1) << "certificates arrive once each, in increasing order of budget";
@@ -75,6 +76,25 @@ RC_GTEST_PROP(ShortestPathCurve, EveryBudgetEqualsTheDynamicProgramWithManyZeroG
   property(800);
 }
 
+RC_GTEST_PROP(ShortestPathCurve, EveryBudgetOverSeveralBlocksEqualsItsOwnSolve, ()) {
+  // n past two blocks of 64 steps: the block bounds, the queued blocks and the skipped ones all
+  // decide; every 7th budget against its own column generation.
+  const int n = *rc::gen::inRange(70, 161);
+  const int max_budget = *rc::gen::inRange(1, n / 2 + 1);
+  const Eigen::MatrixXd a = testing::random_attention(n, *rc::gen::element(0, 900));
+  const auto gains = TriangularGains<double>::from_dense(a, "test");
+  const CurveWithCertificates got = curve_with_certificates(gains, max_budget);
+  RC_ASSERT(int(got.curve.points.size()) == max_budget);
+  for (int k = 1; k <= max_budget; k += 7) {
+    const CurveOptimum& p = got.curve.points[k - 1];
+    const ImplicitFlowResult single = implicit_flow_optimum(gains, k);
+    RC_ASSERT(near(p.value, single.summary.value, kAgreement));
+    RC_ASSERT(p.upper_bound - p.value <= kAgreement * std::max(1.0, p.value));
+    RC_ASSERT(near(std::max(lagrangian_upper_bound(gains, k, got.certificates.at(k)), p.value), p.upper_bound,
+                   kAgreement));
+  }
+}
+
 /// Budgets 1..max_budget of an LLM-like head against separate column-generation solves.
 template <class Scalar>
 void check_llm_like_head(const std::string& preset, int tokens, int head, int max_budget, int every) {
@@ -83,10 +103,10 @@ void check_llm_like_head(const std::string& preset, int tokens, int head, int ma
   const auto gains = triangular_gain_matrix<Scalar>(group);
   const CurveWithCertificates got = curve_with_certificates(gains, max_budget);
   ASSERT_EQ(int(got.curve.points.size()), max_budget);
-  // The retry path must have run on these heads: a pair priced as violated, undone, its arcs
-  // added and solved again (otherwise this test would not cover it).
-  EXPECT_GT(got.curve.stats.retries, 0u);
-  EXPECT_GT(got.curve.stats.arcs_added, 0u);
+  // Both ways of a later block must have run on these heads: skipped on its bound, and queued and
+  // walked (otherwise this test would not cover them).
+  EXPECT_GT(got.curve.stats.blocks_skipped, 0u);
+  EXPECT_GT(got.curve.stats.blocks_walked, 0u);
   for (int k = 1; k <= max_budget; ++k) {
     SCOPED_TRACE(preset + " k " + std::to_string(k));
     const CurveOptimum& p = got.curve.points[k - 1];
@@ -118,6 +138,36 @@ TEST(ShortestPathCurve, EqualsSeparateSolvesOnFloatGains) {
   check_llm_like_head<float>("tiny", 260, 0, 130, 13);
 }
 
+TEST(ShortestPathCurve, RunsOnSeveralThreadsGiveTheSamePointsAndCertificatesInOrder) {
+  // 560 budgets: two runs of 280 on two threads (each at least 256), three runs on three.
+  const Workload w = generate_workload(spec_from_preset("tiny", 600, 1, 23));
+  const auto gains = triangular_gain_matrix<double>(head_group(w, 0, 0));
+  const CurveWithCertificates one = curve_with_certificates(gains, 560, 1);
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const CurveWithCertificates many = curve_with_certificates(gains, 560, threads);  // checks the order
+    ASSERT_EQ(many.curve.points.size(), 560u);
+    ASSERT_EQ(many.certificates.size(), 560u);
+    // One augmentation per budget after each run's first, which its own column generation solves.
+    const int runs = std::min(threads, 560 / 256);
+    EXPECT_EQ(many.curve.stats.augmentations, std::size_t(560 - runs));
+    for (int k = 1; k <= 560; ++k) {
+      const CurveOptimum& p = many.curve.points[k - 1];
+      ASSERT_EQ(p.budget, k);
+      EXPECT_TRUE(near(p.value, one.curve.points[k - 1].value, kAgreement)) << "k " << k;
+      EXPECT_LE(p.upper_bound - p.value, kAgreement * std::max(1.0, p.value));
+      if (k % 40 == 1) {
+        EXPECT_TRUE(near(std::max(lagrangian_upper_bound(gains, k, many.certificates.at(k)), p.value),
+                         p.upper_bound, kAgreement));
+      }
+    }
+    // A run's first budget is its own solve: the one after the split equals a separate solve.
+    const int second = 1 + 560 / runs;
+    EXPECT_TRUE(near(many.curve.points[second - 1].value, implicit_flow_optimum(gains, second).summary.value,
+                     kAgreement));
+  }
+}
+
 TEST(ShortestPathCurve, TheWholeRangeOfBudgetsReachesEveryTokenCached) {
   const Workload w = generate_workload(spec_from_preset("tiny", 90, 1, 5));
   const HeadGroup group = head_group(w, 0, 0);
@@ -133,6 +183,9 @@ TEST(ShortestPathCurve, RefusesABudgetOutsideItsRange) {
   const auto gains = TriangularGains<double>::from_dense(Eigen::MatrixXd::Identity(4, 4), "test");
   EXPECT_THROW((void)shortest_path_curve(gains, 0), InputError);
   EXPECT_THROW((void)shortest_path_curve(gains, 5), InputError);
+  ShortestPathCurveOptions none_threads;
+  none_threads.threads = 0;
+  EXPECT_THROW((void)shortest_path_curve(gains, 2, none_threads), InputError);
   const auto none = shortest_path_curve(TriangularGains<double>(0), 1);
   ASSERT_EQ(none.points.size(), 1u);
   EXPECT_EQ(none.points[0].value, 0.0);
