@@ -7,8 +7,13 @@
 #include <string>
 #include <utility>
 
+#include "core/attention_avx2.hpp"  // SUBEVICT_HAVE_AVX2_KERNELS
 #include "core/input_error.hpp"
 #include "greedy/eviction/optimum/flow_cost_quantum.hpp"
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+#include <immintrin.h>
+#endif
 
 namespace subevict::greedy::column_generation {
 namespace {
@@ -64,6 +69,59 @@ IncrementalNetworkSimplex restricted_simplex(int n, int k, const ArcCosts& costs
     }
   }
   return simplex;
+}
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+namespace {
+
+/// LifetimeGuess::steps on AVX2 (no FMA): the three vectors of four scales each, per step the
+/// operations of LifetimeGuess::step in the same order.
+__attribute__((target("avx2"))) void lifetime_steps_avx2(const double* scales, double& earned, double& paid,
+                                                          double* best, double* step, double* earned_at, int e0,
+                                                          const double* earned_now, const double* price, int count) {
+  __m256d scale[3], b[3], s[3], a[3];
+  for (int v = 0; v < 3; ++v) {
+    scale[v] = _mm256_loadu_pd(scales + 4 * v);
+    b[v] = _mm256_loadu_pd(best + 4 * v);
+    s[v] = _mm256_loadu_pd(step + 4 * v);
+    a[v] = _mm256_loadu_pd(earned_at + 4 * v);
+  }
+  double e_sum = earned, p_sum = paid;
+  for (int r = 0; r < count; ++r) {
+    e_sum += earned_now[r];
+    p_sum += price[r];
+    const __m256d e = _mm256_set1_pd(e_sum), p = _mm256_set1_pd(p_sum), at = _mm256_set1_pd(double(e0 + r));
+    for (int v = 0; v < 3; ++v) {
+      const __m256d objective = _mm256_sub_pd(e, _mm256_mul_pd(scale[v], p));
+      const __m256d better = _mm256_cmp_pd(objective, b[v], _CMP_GT_OQ);
+      b[v] = _mm256_blendv_pd(b[v], objective, better);
+      s[v] = _mm256_blendv_pd(s[v], at, better);
+      a[v] = _mm256_blendv_pd(a[v], e, better);
+    }
+  }
+  earned = e_sum;
+  paid = p_sum;
+  for (int v = 0; v < 3; ++v) {
+    _mm256_storeu_pd(best + 4 * v, b[v]);
+    _mm256_storeu_pd(step + 4 * v, s[v]);
+    _mm256_storeu_pd(earned_at + 4 * v, a[v]);
+  }
+}
+
+}  // namespace
+#endif
+
+void LifetimeGuess::steps(int e0, const double* earned_now, const double* price, int count, CpuPath path) {
+  static_assert(kScales == 12, "the AVX2 path holds the scales in three vectors of four");
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+  if (path == CpuPath::kAvx2Fma) {
+    lifetime_steps_avx2(kScaleValues.data(), earned_, paid_, best_.data(), step_.data(), earned_at_.data(), e0,
+                        earned_now, price, count);
+    return;
+  }
+#endif
+  (void)path;
+  for (int r = 0; r < count; ++r) step(e0 + r, earned_now[r], price[r]);
 }
 
 std::vector<TokenArc> LifetimeGuess::arcs(int j, double shift) const {

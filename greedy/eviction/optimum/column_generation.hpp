@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_path.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/incremental_network_simplex.hpp"
 
@@ -126,6 +127,11 @@ class LifetimeGuess {
       earned_at_[s] = better ? earned_ : earned_at_[s];
     }
   }
+  /// step(e0 + r, earned_now[r], price[r]) for r = 0..count − 1, in order. On CpuPath::kAvx2Fma
+  /// (where the CPU has it) the twelve scales go four to a vector with the same multiplications,
+  /// subtractions and comparisons as step (no FMA): the same bits on either path (tests). The
+  /// streamed optimum's first pass runs this at every entry of the gains.
+  void steps(int e0, const double* earned_now, const double* price, int count, CpuPath path);
   /// C_j(last step fed).
   [[nodiscard]] double earned() const { return earned_; }
   /// Token j's arcs for shift_j, sorted by step without repeats, the never-cached arc first.

@@ -73,11 +73,11 @@ Start guessed_start(const StreamedGains& gains, int k) {
   struct {
     std::vector<LifetimeGuess>& guess;
     const std::vector<double>& price;
+    CpuPath path;
     void token(int, int j, int first_row, int first, int last, const double* w) const {
-      LifetimeGuess& g = guess[j];
-      for (int r = first; r < last; ++r) g.step(first_row + r, w[r], price[first_row + r - 1]);
+      guess[j].steps(first_row + first, w + first, price.data() + first_row + first - 1, last - first, path);
     }
-  } visit{guess, price};
+  } visit{guess, price, active_cpu_path()};
   for_each_arc_step(gains, visit);
   std::vector<double> shift(n);
   for (int j = 0; j < n; ++j) shift[j] = guess[j].earned();

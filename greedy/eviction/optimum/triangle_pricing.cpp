@@ -1,6 +1,7 @@
 #include "greedy/eviction/optimum/triangle_pricing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 
@@ -160,7 +161,13 @@ std::vector<TokenArc> guessed_token_arcs(const TriangularGains<Scalar>& gains, i
   const int n = gains.size();
   const Scalar* column = gains.column(j);
   LifetimeGuess guess;
-  for (int e = j + 1; e <= n - 1; ++e) guess.step(e, double(column[e - j]), prices[e - 1]);
+  const CpuPath path = active_cpu_path();
+  std::array<double, 256> chunk;  // the column's entries in double, a chunk at a time
+  for (int e = j + 1; e <= n - 1; e += int(chunk.size())) {
+    const int count = std::min(int(chunk.size()), n - e);
+    for (int r = 0; r < count; ++r) chunk[r] = double(column[e + r - j]);
+    guess.steps(e, chunk.data(), prices.data() + e - 1, count, path);
+  }
   return guess.arcs(j, shift);
 }
 
