@@ -74,11 +74,14 @@ struct CurveInstance {
   [[nodiscard]] std::int64_t arc_cost(int j, double earned) const {
     return integer_cost(scale.costs.shift[j] - earned, scale.costs.scale);
   }
+  /// The index of token j's block b (b after its first block) in block_earned and block_end_cost.
+  [[nodiscard]] std::size_t later_block(int j, int b) const {
+    return scale.block_offset[j] + static_cast<std::size_t>(b - (j + 1) / kPricingBlock - 1);
+  }
   /// C_j just before block b (b > the first block of j): the exact double a walk down column j
-  /// reaches there.
+  /// reaches there (the end of the block before).
   [[nodiscard]] double earned_before(int j, int b) const {
-    const int first = (j + 1) / kPricingBlock;
-    return b == first + 1 ? first_end[j] : scale.block_earned[scale.block_offset[j] + (b - first - 2)];
+    return b == (j + 1) / kPricingBlock + 1 ? first_end[j] : scale.block_earned[later_block(j, b - 1)];
   }
   /// C_j(e) for e ∈ [j, n] (C_j(n) = C_j(n − 1)), summed as every walk sums it.
   [[nodiscard]] double earned_at(int j, int e) const {
@@ -95,9 +98,7 @@ struct CurveInstance {
     return earned;
   }
   /// The integer cost at the end of token j's block b (b after its first block).
-  [[nodiscard]] std::int64_t block_end_cost_of(int j, int b) const {
-    return block_end_cost[scale.block_offset[j] + (b - (j + 1) / kPricingBlock - 1)];
-  }
+  [[nodiscard]] std::int64_t block_end_cost_of(int j, int b) const { return block_end_cost[later_block(j, b)]; }
 
   const TriangularGains<Scalar>& gains;
   int n, blocks;
@@ -148,7 +149,8 @@ class CurveSolver {
   [[nodiscard]] int d(int i) const { return n_ + i; }
   [[nodiscard]] std::int64_t arc_cost(int j, double earned) const { return in_.arc_cost(j, earned); }
 
-  /// Token j's arc now ends at D_e with this integer cost and earnings.
+  /// Token j's arc now ends at D_e with this integer cost and earnings (it leaves the list of its
+  /// old end; at the start, before its first arc, it is in no list).
   void carry(int j, int e, std::int64_t cost, double earned) {
     std::vector<int>& old = ending_at_[end_[j]];
     if (position_[j] < static_cast<int>(old.size()) && old[position_[j]] == j) {
