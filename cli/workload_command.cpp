@@ -104,12 +104,13 @@ void add_generate(CLI::App& parent) {
 std::string window_text(int window) { return window > 0 ? std::to_string(window) : "global"; }
 
 void print_table(const std::vector<HeadStatistics>& heads, const std::string& by, double sink_threshold) {
-  std::printf("%5s %5s %5s %7s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "window",
-              "sparsity", "sink", "recent", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10", "sinkhead");
+  std::printf("%5s %5s %5s %7s %9s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "window",
+              "sparsity", "sink", "recent", "recent_w", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10", "sinkhead");
   auto row = [](const std::string& l, const std::string& h, const std::string& kv, const std::string& window,
                 const HeadStatistics& s, double sink_heads) {
-    std::printf("%5s %5s %5s %7s %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(),
-                h.c_str(), kv.c_str(), window.c_str(), s.sparsity, s.sink_mass, s.recent_mass, s.power_law_exponent,
+    std::printf("%5s %5s %5s %7s %9.4f %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(),
+                h.c_str(), kv.c_str(), window.c_str(), s.sparsity, s.sink_mass, s.recent_mass, s.wide_recent_mass,
+                s.power_law_exponent,
                 s.power_law_r2, s.heavy_share, s.norm_attention_spearman, s.first_token_mass, s.received_top_share,
                 sink_heads);
   };
@@ -150,6 +151,9 @@ void add_inspect(CLI::App& parent) {
   cmd->add_option("--tau", opt->tau, "Sparsity threshold relative to the row maximum")->capture_default_str();
   cmd->add_option("--sinks", opt->sinks, "Positions counted as sinks")->capture_default_str();
   cmd->add_option("--recent-window", opt->recent_window, "Recent window (keys)")->capture_default_str();
+  cmd->add_option("--wide-recent-window", opt->wide_recent_window,
+                  "Wider recent window of the recent_w column (keys; at most tokens/2 are used)")
+      ->capture_default_str();
   cmd->add_option("--first-token-from", opt->first_token_from,
                   "first_token_mass averages query rows from this one (at most tokens/2)")
       ->capture_default_str();
@@ -213,6 +217,7 @@ void add_inspect(CLI::App& parent) {
                              {{"tau", opt->tau},
                               {"sinks", opt->sinks},
                               {"recent_window", opt->recent_window},
+                              {"wide_recent_window", opt->wide_recent_window},
                               {"top_fraction", opt->top_fraction},
                               {"first_token_from", opt->first_token_from},
                               {"late_rows", opt->late_rows},

@@ -117,6 +117,9 @@ void LlmLikeParams::validate() const {
               significant_digits(kLlmMaxMagnitude, 10) + "]",
           norm_spread);
   require(in_magnitude(recency_logit), "recency_logit", magnitude, recency_logit);
+  require(recency_reach == 0 || (in_magnitude(recency_reach) && recency_reach >= 1), "recency_reach",
+          "0 (no cut) or a finite number of keys in [1, " + significant_digits(kLlmMaxMagnitude, 10) + "]",
+          recency_reach);
   require(std::isfinite(rope_base) && rope_base > 1, "rope_base", "a finite value > 1", rope_base);
   require(std::isfinite(temperature) && temperature >= kLlmMinMagnitude, "temperature", least, temperature);
   require(in_magnitude(value_std), "value_std", magnitude, value_std);

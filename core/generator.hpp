@@ -81,6 +81,13 @@ struct LlmLikeParams {
   /// every seed. 0 (the default): w is a uniformly drawn unit vector, the documented mean holds
   /// in expectation only and the recency profile of a (layer, KV head) varies with the seed.
   int exact_recency = 0;
+  /// How far back the recency reaches, in keys: rotary pair p, of wavelength lambda_p = 1 /
+  /// theta_p = rope_base^(2p / head_dim), keeps the share 1 / (1 + (lambda_p / recency_reach)^4)
+  /// of its weight and the weights are renormalized, so the recency logit falls to about 0 at
+  /// distances beyond recency_reach (with exact_recency: recency_logit * sum_p share_p
+  /// cos((i-j) theta_p), shares proportional to those). 0 (the default): no cut, the recency
+  /// reaches as far as the longest wavelength.
+  double recency_reach = 0.0;
   /// 1: the layer's per-head structure (which heads are sink heads, the directions u, c, p, p',
   /// the recency vector w, the type saliences cos phi_t) is drawn with seed 0 whatever the
   /// workload's seed, like a model's weights; only the token-level draws (content, token types,
@@ -106,7 +113,8 @@ struct LlmLikeParams {
   /// content_logit_std, sink_logit, heavy_logit, recency_logit and value_std in
   /// [0, kLlmMaxMagnitude]; norm_logit_range in [-kLlmMaxMagnitude, kLlmMaxMagnitude]; sinks >= 0;
   /// sink_head_fraction in [0, 1]; sink_heads >= -1; low_norm_sinks, exact_sinks, exact_recency
-  /// and fixed_structure 0 or 1; token_types in [1, kLlmMaxTokenTypes];
+  /// and fixed_structure 0 or 1; recency_reach 0 or in [1, kLlmMaxMagnitude];
+  /// token_types in [1, kLlmMaxTokenTypes];
   /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
   /// temperature >= kLlmMinMagnitude; window >= 0.
   void validate() const;
@@ -135,8 +143,8 @@ void for_each_llm_field(Params& params, Visit visit) {
 }
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
-/// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure and
-/// exact_sinks. The one list the command line, the workload metadata and profile files
+/// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure,
+/// exact_sinks and recency_reach. The one list the command line, the workload metadata and profile files
 /// (core/generator_profile.hpp) are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
@@ -148,6 +156,7 @@ void for_each_llm_param(Params& params, Visit visit) {
   visit("exact_recency", params.exact_recency, "1: the same recency spectrum under every seed (equal weight per rotary pair)");
   visit("fixed_structure", params.fixed_structure, "1: per-head structure drawn with seed 0 (a model's weights); tokens follow the seed");
   visit("exact_sinks", params.exact_sinks, "1: a sink key is its sink direction alone (the sink logit under every seed)");
+  visit("recency_reach", params.recency_reach, "Keys beyond which the recency falls off (0: no cut)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

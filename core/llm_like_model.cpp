@@ -31,6 +31,27 @@ std::vector<double> orthonormal_draw(std::uint64_t seed, std::uint64_t stream, s
 
 int rotated_pairs(int head_dim) { return (head_dim - kStructureDims) / 2; }
 
+/// Cuts the recency off beyond `reach` keys (LlmLikeParams::recency_reach): pair p of the
+/// recency vector `w`, of wavelength lambda_p = 1 / theta_p = rope_base^(2p / head_dim), keeps the
+/// share 1 / (1 + (lambda_p / reach)^4) of its squared weight, and w is renormalized to unit norm.
+/// Formed in logs, so no base or reach overflows. reach = 0 leaves w untouched (bit for bit).
+void cut_recency(double reach, double rope_base, int head_dim, std::vector<double>& w) {
+  if (reach == 0) return;
+  const int pairs = int(w.size() / 2);
+  const double log_step = 2.0 / head_dim * std::log(rope_base);  // log(lambda_p) = p * log_step
+  double norm = 0;
+  for (int p = 0; p < pairs; ++p) {
+    const double x = 4 * (p * log_step - std::log(reach));   // log((lambda_p / reach)^4)
+    const double keep = x > 0 ? std::exp(-x) / (1 + std::exp(-x)) : 1 / (1 + std::exp(x));
+    const double scale = std::sqrt(keep);
+    w[2 * std::size_t(p)] *= scale;
+    w[2 * std::size_t(p) + 1] *= scale;
+    norm += w[2 * std::size_t(p)] * w[2 * std::size_t(p)] + w[2 * std::size_t(p) + 1] * w[2 * std::size_t(p) + 1];
+  }
+  norm = std::sqrt(norm);
+  for (double& x : w) x = norm > 0 ? x / norm : x;
+}
+
 LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score_scale) {
   const double sqrt_d = std::sqrt(d);
   // Logits are s = scale <q, k>; `unit` is 1 (exactly, so no bit changes) at scale 1/sqrt(d).
@@ -139,6 +160,7 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
           ht.w[2 * p + 1] *= scale;
         }
       }
+      cut_recency(spec.layer_llm(l).recency_reach, spec.layer_llm(l).rope_base, s.head_dim, ht.w);
       ht.cos_phi.resize(prm.token_types);
       const std::uint64_t sal_stream = stream_id(Stream::kTypeSalience, l, h);
       for (int type = 0; type < prm.token_types; ++type) {

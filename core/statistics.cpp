@@ -131,4 +131,19 @@ double top_share(std::vector<double> values, double fraction) {
   return total > 0 ? head / total : 0.0;
 }
 
+double share_of_lowest(const std::vector<double>& keys, const std::vector<double>& values, double fraction) {
+  if (keys.empty() || keys.size() != values.size()) {
+    throw std::invalid_argument("share_of_lowest: keys and values must be non-empty and of one size");
+  }
+  if (!(fraction > 0 && fraction <= 1)) throw std::invalid_argument("share_of_lowest: fraction must lie in (0, 1]");
+  std::vector<std::size_t> order(keys.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  const std::size_t lowest = std::size_t(std::ceil(fraction * double(keys.size())));
+  double head = 0;
+  for (std::size_t r = 0; r < lowest; ++r) head += values[order[r]];
+  const double total = std::accumulate(values.begin(), values.end(), 0.0);
+  return total > 0 ? head / total : 0.0;
+}
+
 }  // namespace subevict

@@ -52,4 +52,9 @@ PowerLawFit fit_power_law(std::vector<double> values, long long max_rank = 0);
 /// Share of the total held by the largest ceil(fraction * n) values (fraction in (0, 1]).
 double top_share(std::vector<double> values, double fraction);
 
+/// Share of the total of `values` held by the ceil(fraction * n) entries with the smallest `keys`
+/// (ties to the earlier entry); keys and values of the same size n >= 1, fraction in (0, 1].
+/// std::invalid_argument otherwise. 0 when the total is 0.
+double share_of_lowest(const std::vector<double>& keys, const std::vector<double>& values, double fraction);
+
 }  // namespace subevict

@@ -22,6 +22,9 @@ void check_inspect_options(const InspectOptions& opt) {
   if (!(opt.tau >= 0.0 && opt.tau <= 1.0)) refuse("tau", "--tau", "a threshold in [0, 1]", opt.tau);
   if (opt.sinks < 0) refuse("sinks", "--sinks", "an integer >= 0", opt.sinks);
   if (opt.recent_window < 1) refuse("recent_window", "--recent-window", "an integer >= 1", opt.recent_window);
+  if (opt.wide_recent_window < 1) {
+    refuse("wide_recent_window", "--wide-recent-window", "an integer >= 1", opt.wide_recent_window);
+  }
   if (!(opt.top_fraction > 0.0 && opt.top_fraction <= 1.0)) {
     refuse("top_fraction", "", "a share in (0, 1]", opt.top_fraction);
   }
@@ -54,7 +57,8 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   const ConstHeadMap k = w.k(layer, st.kv_head);
 
   long long below = 0, entries = 0;
-  double sink_total = 0, recent_total = 0, first_total = 0, late_total = 0;
+  double sink_total = 0, recent_total = 0, wide_total = 0, first_total = 0, late_total = 0;
+  const int wide = std::min(opt.wide_recent_window, n / 2);
   const int first_from = std::min(opt.first_token_from, n / 2);
   const int late_from = n - std::min(opt.late_rows, n / 2);
   Eigen::VectorXd accumulated = Eigen::VectorXd::Zero(n);
@@ -68,6 +72,7 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
           entries += i + 1 - from;
           if (i >= opt.sinks) sink_total += row.head(opt.sinks).sum();
           if (i >= opt.recent_window) recent_total += row.tail(opt.recent_window).sum();
+          if (i >= wide) wide_total += row.tail(wide).sum();
           if (i >= first_from) first_total += row[0];
           if (i >= late_from) late_total += row[0];
         }
@@ -77,6 +82,7 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   st.sparsity = double(below) / double(entries);
   st.sink_mass = sink_total / double(n - opt.sinks);
   st.recent_mass = recent_total / double(n - opt.recent_window);
+  st.wide_recent_mass = wide_total / double(n - wide);
   st.first_token_mass = first_total / double(n - first_from);
   st.late_first_token_mass = late_total / double(n - late_from);
   st.received_top_share =
@@ -87,11 +93,16 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   st.power_law_exponent = fit.exponent;
   st.power_law_r2 = fit.r_squared;
 
+  std::vector<double> all_norms(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j) all_norms[std::size_t(j)] = k.row(j).cast<double>().norm();
+  st.low_norm_share = share_of_lowest(all_norms, std::vector<double>(accumulated.data(), accumulated.data() + n),
+                                      opt.top_fraction);
+
   std::vector<double> received, norms;
   for (int j = opt.sinks; j < n - opt.recent_window; ++j) {
     const int observers = st.window > 0 ? std::min(n - j, st.window) : n - j;  // queries that see j
     received.push_back(accumulated[j] / double(observers));
-    norms.push_back(k.row(j).cast<double>().norm());
+    norms.push_back(all_norms[std::size_t(j)]);
   }
   st.heavy_share = top_share(received, opt.top_fraction);
   st.norm_attention_spearman = spearman_correlation(norms, received);

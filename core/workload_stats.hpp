@@ -16,6 +16,9 @@ struct InspectOptions {
   double tau = 0.01;         ///< sparsity threshold relative to the row maximum
   int sinks = 4;             ///< the first `sinks` tokens count as sink positions
   int recent_window = 32;    ///< the last `recent_window` keys a query sees (itself included)
+  /// The wider recent window of wide_recent_mass (keys; at most tokens / 2 are used), where the
+  /// shape of recency beyond recent_window shows: what a recent window of a few hundred keys keeps.
+  int wide_recent_window = 256;
   double top_fraction = 0.1; ///< for the heavy-hitter shares
   int first_token_from = 64; ///< first_token_mass averages rows i >= min(this, tokens / 2)
   int late_rows = 64;        ///< late_first_token_mass averages the last min(this, tokens / 2) rows
@@ -36,6 +39,7 @@ struct InspectOptions {
 ///   sink_mass         mean over queries i >= sinks of sum_{j < sinks} a_ij
 ///   recent_mass       mean over queries i >= recent_window of the mass on the last
 ///                     recent_window keys (j > i - recent_window)
+///   wide_recent_mass  the same over the last W = min(wide_recent_window, n / 2) keys, queries i >= W
 ///   power_law_*       fit_power_law of the accumulated attention sum_i a_ij over non-sink tokens,
 ///                     ranks 1..tokens/2 (H2O's accumulated-attention plot)
 ///   heavy_share       top_share(top_fraction) of the mean attention received per observing query,
@@ -51,6 +55,9 @@ struct InspectOptions {
 ///                     sink head when it exceeds sink_head_threshold
 ///   received_top_share  top_share(top_fraction) of the plain column sums sum_i a_ij over all
 ///                     tokens (sinks and recent window included)
+///   low_norm_share    share of those column sums on the ceil(top_fraction n) keys of lowest
+///                     ||k_j|| (ties to the earlier key): the mass a key-norm ranking (L2-norm
+///                     eviction's) would keep if it kept that many keys for the whole run
 struct HeadStatistics {
   int layer = 0, q_head = 0, kv_head = 0;
   int window = 0;  ///< the layer's mask: 0 global, W a sliding window of W keys
@@ -64,6 +71,8 @@ struct HeadStatistics {
   double first_token_mass = 0;
   double late_first_token_mass = 0;
   double received_top_share = 0;
+  double wide_recent_mass = 0;
+  double low_norm_share = 0;
 };
 
 /// Calls visit(name, member) with a pointer to each measured statistic of HeadStatistics, in
@@ -80,6 +89,8 @@ void for_each_statistic(Visit visit) {
   visit("first_token_mass", &HeadStatistics::first_token_mass);
   visit("late_first_token_mass", &HeadStatistics::late_first_token_mass);
   visit("received_top_share", &HeadStatistics::received_top_share);
+  visit("wide_recent_mass", &HeadStatistics::wide_recent_mass);
+  visit("low_norm_share", &HeadStatistics::low_norm_share);
 }
 
 /// The statistics of one layer: the mean over its query heads of every HeadStatistics field
@@ -92,7 +103,7 @@ struct LayerStatistics {
 };
 
 /// InputError (source "inspect", naming the option and its command-line flag if any) unless tau in [0, 1],
-/// sinks >= 0, recent_window >= 1, top_fraction in (0, 1], first_token_from >= 0, late_rows >= 1,
+/// sinks >= 0, recent_window >= 1, wide_recent_window >= 1, top_fraction in (0, 1], first_token_from >= 0, late_rows >= 1,
 /// sink_head_threshold in [0, 1], block_rows >= 1 and threads >= 0.
 void check_inspect_options(const InspectOptions& opt);
 

@@ -532,6 +532,7 @@ class CliTest(unittest.TestCase):
                               (["--late-rows", "0"], ["late_rows (--late-rows)", "an integer >= 1", "got 0"]),
                               (["--first-token-from", "-3"], ["first_token_from (--first-token-from)", "got -3"]),
                               (["--recent-window", "0"], ["--recent-window", "got 0"]),
+                              (["--wide-recent-window", "0"], ["--wide-recent-window", "got 0"]),
                               (["--tau", "1.5"], ["--tau", "[0, 1]", "got 1.5"]),
                               (["--sink-head-threshold", "-0.1"], ["--sink-head-threshold", "got -0.1"])):
             out = self.path("bad.json")

@@ -321,6 +321,54 @@ TEST(Generator, ExactSinksHaveTheSinkLogitUnderEverySeed) {
   EXPECT_GT(drawn_spread, 0.3) << "the defect: a drawn sink key moves the sink logit with the seed";
 }
 
+// With every structure but recency off, the logit of (i, j) is recency_logit * sum_p share_p
+// cos((i - j) theta_p), the shares 1 / (1 + (lambda_p / reach)^4) normalized (equal without a
+// reach), computed here from that definition; a short reach leaves no recency far back.
+TEST(Generator, RecencyReachShapesTheRecencyLogitAsDocumented) {
+  LlmLikeParams p;
+  p.content_logit_std = p.sink_logit = p.heavy_logit = p.norm_logit_range = 0;
+  p.sinks = 0;
+  p.recency_logit = 4;
+  p.exact_recency = 1;
+  const int d = 64, n = 300, pairs = (d - 6) / 2;
+  for (const double reach : {0.0, 16.0, 100.0}) {
+    SCOPED_TRACE(reach);
+    p.recency_reach = reach;
+    WorkloadSpec spec = small_llm_spec(1, 1, 1, p);
+    spec.shape.tokens = n;
+    spec.shape.head_dim = d;
+    const Workload w = generate_workload(spec);
+    std::vector<double> share(pairs), theta(pairs);
+    double total = 0;
+    for (int x = 0; x < pairs; ++x) {
+      theta[std::size_t(x)] = std::pow(p.rope_base, -2.0 * x / d);
+      const double ratio = 1 / theta[std::size_t(x)] / reach;
+      share[std::size_t(x)] = reach == 0 ? 1.0 : 1 / (1 + ratio * ratio * ratio * ratio);
+      total += share[std::size_t(x)];
+    }
+    const auto q = w.q(0, 0), k = w.k(0, 0);
+    double worst = 0, far_sum = 0;
+    int far_count = 0;
+    for (int i = 0; i < n; i += 7) {
+      for (int j = 0; j <= i; ++j) {
+        double logit = 0, expected = 0;
+        for (int x = 0; x < d; ++x) logit += double(q(i, x)) * k(j, x);
+        logit /= std::sqrt(double(d));
+        for (int x = 0; x < pairs; ++x) expected += share[std::size_t(x)] / total * std::cos((i - j) * theta[std::size_t(x)]);
+        expected *= p.recency_logit;
+        worst = std::max(worst, std::abs(logit - expected));
+        if (i - j > 4 * std::max(reach, 1.0)) far_sum += logit, ++far_count;
+      }
+    }
+    EXPECT_LT(worst, 1e-4);  // float entries of norm ~2: a few ulps of the logit
+    if (reach == 16) {
+      EXPECT_LT(std::abs(far_sum / far_count), 0.1) << "no recency beyond the reach";
+    } else if (reach == 0) {
+      EXPECT_GT(far_sum / far_count, 0.5) << "the longest wavelengths reach back";
+    }
+  }
+}
+
 TEST(Generator, ANegativeNormRangeMakesHighNormKeysAttract) {
   LlmLikeParams p;
   p.sinks = 0;
@@ -677,6 +725,10 @@ TEST(ProfileBounds, ParametersAreAcceptedAtTheirLimitsAndRejectedOneStepOutside)
   for (double v : {-kLlmMaxMagnitude, -kTiny, 0.0, kLlmMaxMagnitude}) accept("norm_logit_range", v);
   for (double v : {-above(kLlmMaxMagnitude), above(kLlmMaxMagnitude)}) {
     reject("norm_logit_range", v, "a finite value in [-1000000, 1000000]");
+  }
+  for (double v : {0.0, 1.0, above(1.0), kLlmMaxMagnitude}) accept("recency_reach", v);
+  for (double v : {-kTiny, kTiny, below(1.0), above(kLlmMaxMagnitude)}) {
+    reject("recency_reach", v, "0 (no cut) or a finite number of keys in [1, 1000000]");
   }
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("sink_head_fraction", v);
   reject("sink_head_fraction", -kTiny, "a value in [0, 1]");

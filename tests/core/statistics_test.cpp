@@ -81,5 +81,35 @@ TEST(TopShare, TakesTheLargestValues) {
   EXPECT_DOUBLE_EQ(top_share({1, 1, 1, 1}, 0.5), 0.5);
 }
 
+TEST(ShareOfLowest, TakesTheValuesOfTheSmallestKeysTiesToTheEarlier) {
+  const std::vector<double> keys = {3, 1, 2, 1}, values = {10, 20, 30, 40};
+  EXPECT_DOUBLE_EQ(share_of_lowest(keys, values, 0.25), 0.2);  // of the tied keys 1, the earlier
+  EXPECT_DOUBLE_EQ(share_of_lowest(keys, values, 0.5), 0.6);   // ceil(0.5 * 4) = 2: both keys 1
+  EXPECT_DOUBLE_EQ(share_of_lowest(keys, values, 0.51), 0.9);  // ceil(2.04) = 3 entries
+  EXPECT_DOUBLE_EQ(share_of_lowest(keys, {0, 0, 0, 0}, 0.5), 0.0);
+  EXPECT_THROW(share_of_lowest(keys, {1, 2}, 0.5), std::invalid_argument);
+  EXPECT_THROW(share_of_lowest({}, {}, 0.5), std::invalid_argument);
+  EXPECT_THROW(share_of_lowest(keys, values, 0.0), std::invalid_argument);
+}
+
+// The share of the k smallest keys equals the brute-force sum over the k entries whose key has
+// fewer smaller keys (and, among ties, earlier position) than k.
+RC_GTEST_PROP(ShareOfLowest, EqualsTheBruteForceRankSum, ()) {
+  const int n = *rc::gen::inRange(1, 40);
+  const auto keys = *rc::gen::container<std::vector<int>>(std::size_t(n), rc::gen::inRange(0, 6));
+  const auto weights = *rc::gen::container<std::vector<int>>(std::size_t(n), rc::gen::inRange(0, 100));
+  const double fraction = *rc::gen::inRange(1, 101) / 100.0;
+  const long long lowest = (long long)std::ceil(fraction * n);
+  double head = 0, total = 0;
+  for (int i = 0; i < n; ++i) {
+    int rank = 0;  // entries before i in the order (key, position)
+    for (int j = 0; j < n; ++j) rank += keys[j] < keys[i] || (keys[j] == keys[i] && j < i);
+    if (rank < lowest) head += weights[i];
+    total += weights[i];
+  }
+  const std::vector<double> k(keys.begin(), keys.end()), v(weights.begin(), weights.end());
+  RC_ASSERT(std::abs(share_of_lowest(k, v, fraction) - (total > 0 ? head / total : 0.0)) <= 1e-12);
+}
+
 }  // namespace
 }  // namespace subevict

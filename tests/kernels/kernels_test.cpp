@@ -138,6 +138,7 @@ TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
     p.rope_base = l == 1 ? 500.0 : 10000.0;  // two RoPE tables, layer 2 back on the first
     p.exact_sinks = l == 2 ? 1 : 0;          // layer 2: bare sink keys at the full amplitude
     p.norm_logit_range = l == 2 ? -1.5 : p.norm_logit_range;  // high-norm keys attract
+    p.recency_reach = l == 0 ? 0.0 : 12.0 * l;  // layers 1 and 2: the recency cut at 12 and 24 keys
   }
   specs.push_back(varied);
   for (const WorkloadSpec& spec : specs) {

@@ -24,6 +24,7 @@ SUBEVICT = None  # set from --subevict
 TAU = 0.01
 SINKS = 4
 RECENT = 32
+WIDE = 256  # InspectOptions::wide_recent_window; at most n // 2 keys are used
 TOP = 0.1
 FIRST_FROM = 64
 LATE_ROWS = 64
@@ -73,6 +74,8 @@ def head_statistics(q, k, scale):
     exponent, r2 = power_law(accumulated[SINKS:], n // 2)
     first_from = min(FIRST_FROM, n // 2)
     late_from = n - min(LATE_ROWS, n // 2)
+    wide = min(WIDE, n // 2)
+    lowest = np.argsort(np.linalg.norm(k.astype(np.float64), axis=1), kind="stable")[:math.ceil(TOP * n)]
     return {
         "sparsity": below / (n * (n + 1) / 2),
         "sink_mass": a[SINKS:, :SINKS].sum(axis=1).mean(),
@@ -85,6 +88,8 @@ def head_statistics(q, k, scale):
         "first_token_mass": a[first_from:, 0].mean(),
         "late_first_token_mass": a[late_from:, 0].mean(),
         "received_top_share": top_share(accumulated, TOP),
+        "wide_recent_mass": np.mean([a[i, i - wide + 1:i + 1].sum() for i in rows[wide:]]),
+        "low_norm_share": accumulated[lowest].sum() / accumulated.sum(),
         "sparsity_entries": n * (n + 1) / 2,
     }
 
@@ -121,7 +126,8 @@ class InspectAgainstNumpy(unittest.TestCase):
             self.assertEqual(row["heads"], len(members))
             rate = np.mean([m["late_first_token_mass"] > SINK_HEAD for m in members])
             self.assertEqual(row["sink_head_rate"], rate, f"layer {row['layer']}")
-            for name in ("first_token_mass", "received_top_share", "recent_mass"):
+            for name in ("first_token_mass", "received_top_share", "recent_mass", "wide_recent_mass",
+                         "low_norm_share"):
                 self.assertLess(abs(row["mean"][name] - np.mean([m[name] for m in members])), TOL)
         return doc
 
