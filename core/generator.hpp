@@ -144,8 +144,8 @@ void for_each_llm_field(Params& params, Visit visit) {
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
 /// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure,
-/// exact_sinks and recency_reach. The one list the command line, the workload metadata and profile files
-/// (core/generator_profile.hpp) are built from.
+/// exact_sinks and recency_reach. The one list the command line, the workload metadata and
+/// profile files (core/generator_profile.hpp) are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
   for_each_llm_field(params, visit);

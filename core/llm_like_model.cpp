@@ -39,14 +39,17 @@ void cut_recency(double reach, double rope_base, int head_dim, std::vector<doubl
   if (reach == 0) return;
   const int pairs = int(w.size() / 2);
   const double log_step = 2.0 / head_dim * std::log(rope_base);  // log(lambda_p) = p * log_step
+  const double log_reach = std::log(reach);
   double norm = 0;
   for (int p = 0; p < pairs; ++p) {
-    const double x = 4 * (p * log_step - std::log(reach));   // log((lambda_p / reach)^4)
+    const double x = 4 * (p * log_step - log_reach);  // log((lambda_p / reach)^4)
     const double keep = x > 0 ? std::exp(-x) / (1 + std::exp(-x)) : 1 / (1 + std::exp(x));
     const double scale = std::sqrt(keep);
-    w[2 * std::size_t(p)] *= scale;
-    w[2 * std::size_t(p) + 1] *= scale;
-    norm += w[2 * std::size_t(p)] * w[2 * std::size_t(p)] + w[2 * std::size_t(p) + 1] * w[2 * std::size_t(p) + 1];
+    double& w0 = w[2 * std::size_t(p)];
+    double& w1 = w[2 * std::size_t(p) + 1];
+    w0 *= scale;
+    w1 *= scale;
+    norm += w0 * w0 + w1 * w1;
   }
   norm = std::sqrt(norm);
   for (double& x : w) x = norm > 0 ? x / norm : x;

@@ -85,18 +85,17 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   st.wide_recent_mass = wide_total / double(n - wide);
   st.first_token_mass = first_total / double(n - first_from);
   st.late_first_token_mass = late_total / double(n - late_from);
-  st.received_top_share =
-      top_share(std::vector<double>(accumulated.data(), accumulated.data() + n), opt.top_fraction);
+  const std::vector<double> column_sums(accumulated.data(), accumulated.data() + n);
+  st.received_top_share = top_share(column_sums, opt.top_fraction);
 
-  std::vector<double> non_sink(accumulated.data() + opt.sinks, accumulated.data() + n);
+  std::vector<double> non_sink(column_sums.begin() + opt.sinks, column_sums.end());
   const PowerLawFit fit = fit_power_law(non_sink, n / 2);
   st.power_law_exponent = fit.exponent;
   st.power_law_r2 = fit.r_squared;
 
   std::vector<double> all_norms(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) all_norms[std::size_t(j)] = k.row(j).cast<double>().norm();
-  st.low_norm_share = share_of_lowest(all_norms, std::vector<double>(accumulated.data(), accumulated.data() + n),
-                                      opt.top_fraction);
+  st.low_norm_share = share_of_lowest(all_norms, column_sums, opt.top_fraction);
 
   std::vector<double> received, norms;
   for (int j = opt.sinks; j < n - opt.recent_window; ++j) {

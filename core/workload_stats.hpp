@@ -103,8 +103,8 @@ struct LayerStatistics {
 };
 
 /// InputError (source "inspect", naming the option and its command-line flag if any) unless tau in [0, 1],
-/// sinks >= 0, recent_window >= 1, wide_recent_window >= 1, top_fraction in (0, 1], first_token_from >= 0, late_rows >= 1,
-/// sink_head_threshold in [0, 1], block_rows >= 1 and threads >= 0.
+/// sinks >= 0, recent_window >= 1, wide_recent_window >= 1, top_fraction in (0, 1],
+/// first_token_from >= 0, late_rows >= 1, sink_head_threshold in [0, 1], block_rows >= 1 and threads >= 0.
 void check_inspect_options(const InspectOptions& opt);
 
 /// Statistics of one head. Requires tokens > sinks + recent_window + 2 (std::invalid_argument) and
