@@ -83,12 +83,12 @@ std::string rope_text(const FitOptions& options) {
 /// tolerance; then the number of layers within every tolerance.
 void print_fit(const ProfileFit& fit) {
   std::printf("%5s", "layer");
-  for (const FitStatistic& s : fit_statistics()) std::printf(" %23s", s.name);
+  for (const FitStatistic& s : fit.statistics) std::printf(" %23s", s.name);
   std::printf(" %8s %5s\n", "error", "evals");
   int matched = 0;
   for (const LayerFit& l : fit.layers) {
     std::printf("%5d", l.layer);
-    for (const FitStatistic& s : fit_statistics()) {
+    for (const FitStatistic& s : fit.statistics) {
       const double real = l.target.mean.*s.member, twin = l.fitted.mean.*s.member;
       std::printf("   %9.4f | %9.4f%s", real, twin, std::abs(real - twin) > s.tolerance ? "*" : " ");
     }
@@ -96,8 +96,12 @@ void print_fit(const ProfileFit& fit) {
     matched += l.error <= 1.0 ? 1 : 0;
   }
   std::printf("real | twin per statistic; tolerances");
-  for (const FitStatistic& s : fit_statistics()) std::printf(" %s %s", s.name, significant_digits(s.tolerance, 3).c_str());
-  std::printf("; '*' outside it. %d of %zu layers within every tolerance.\n", matched, fit.layers.size());
+  for (const FitStatistic& s : fit.statistics) std::printf(" %s %s", s.name, significant_digits(s.tolerance, 3).c_str());
+  std::string lengths;
+  for (const int n : fit.lengths) lengths += (lengths.empty() ? "" : ", ") + std::to_string(n);
+  std::printf("; '*' outside it (at %d tokens). %d of %zu layers within every tolerance at every fitted length (%s "
+              "tokens).\n",
+              fit.lengths.front(), matched, fit.layers.size(), lengths.c_str());
 }
 
 nlohmann::json fit_json(const FitArgs& args, const ProfileFit& fit) {
@@ -106,13 +110,26 @@ nlohmann::json fit_json(const FitArgs& args, const ProfileFit& fit) {
     nlohmann::json row = {{"layer", l.layer}, {"error", l.error}, {"evaluations", l.evaluations},
                           {"real_sink_head_rate", l.target.sink_head_rate},
                           {"twin_sink_head_rate", l.fitted.sink_head_rate}};
-    for (const FitStatistic& s : fit_statistics()) {
+    for (const FitStatistic& s : fit.statistics) {
       row[s.name] = {{"real", l.target.mean.*s.member}, {"twin", l.fitted.mean.*s.member}, {"tolerance", s.tolerance}};
     }
+    nlohmann::json at_lengths = nlohmann::json::array();  // every fitted length, the first as above
+    for (std::size_t i = 0; i < fit.lengths.size(); ++i) {
+      nlohmann::json at = {{"tokens", fit.lengths[i]}};
+      for (const FitStatistic& s : fit.statistics) {
+        at[s.name] = {{"real", l.length_targets[i].mean.*s.member}, {"twin", l.length_fitted[i].mean.*s.member}};
+      }
+      at_lengths.push_back(at);
+    }
+    row["at_lengths"] = at_lengths;
     layers.push_back(row);
   }
-  return {{"input", args.input}, {"profile", args.output}, {"seed", args.options.seed}, {"seeds", args.options.seeds},
-          {"tokens", args.options.tokens}, {"layers", layers}};
+  nlohmann::json statistics = nlohmann::json::array();
+  for (const FitStatistic& s : fit.statistics) statistics.push_back(s.name);
+  return {{"input", args.input},         {"profile", args.output},  {"seed", args.options.seed},
+          {"seeds", args.options.seeds}, {"tokens", args.options.tokens}, {"statistics", statistics},
+          {"lengths", fit.lengths},
+          {"layers", layers}};
 }
 
 }  // namespace
@@ -136,6 +153,14 @@ void add_workload_fit(CLI::App& workload) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", args->options.tokens, "Tokens of the generated copies (0: the input's)")
       ->capture_default_str();
+  cmd->add_option("--shorter-lengths", args->options.shorter_lengths,
+                  "Shares in (0, 1) of the length at which each layer is fitted too, against the input's first "
+                  "tokens (comma-separated; default 0.5)")
+      ->delimiter(',');
+  cmd->add_flag_callback("--fitted-length-only", [args] { args->options.shorter_lengths.clear(); },
+                         "Fit at the input's length only (no shorter lengths)");
+  cmd->add_flag("--wide-recent", args->options.wide_recent,
+                "Also fit the mass on the last 256 keys with the recency reach (at lengths of 512 tokens or more)");
   cmd->add_option("--rope-base", args->options.rope_base, "RoPE base of the twin (default: the input's metadata, "
                                                           "else 10000)")
       ->each([args](const std::string&) { args->rope_base_set = true; });

@@ -18,13 +18,16 @@
 namespace subevict {
 namespace {
 
-constexpr int kKnobs = 5;  // one parameter per fitted statistic, in fit_statistics() order
+constexpr int kKnobs = 6;  // one parameter per fitted statistic, in fit_statistics() order
+constexpr int kSinkKnob = 1, kRecencyKnob = 3, kReachKnob = 5;
 
 /// How each parameter moves its own statistic: the slope (statistic units per parameter unit, with
-/// its sign) that starts the Jacobian's diagonal, the largest step, and the bounds.
+/// its sign) that starts the Jacobian's diagonal, the largest step, and the bounds; a log2 knob is
+/// searched as log2 of its field (field 0, off, is knob value 0, below every bound).
 struct Knob {
   double LlmLikeParams::*field;
   double default_slope, max_step, lower, upper;
+  bool log2 = false;
 };
 
 const std::array<Knob, kKnobs>& knobs() {
@@ -34,6 +37,7 @@ const std::array<Knob, kKnobs>& knobs() {
       {&LlmLikeParams::heavy_logit, 0.1, 1.0, 0.0, 5.0},
       {&LlmLikeParams::recency_logit, 0.04, 4.0, 0.0, 30.0},
       {&LlmLikeParams::norm_logit_range, -0.08, 3.0, -12.0, 12.0},
+      {&LlmLikeParams::recency_reach, 0.05, 2.0, 3.0, 16.0, true},  // log2: 8 to 65536 keys
   }};
   return all;
 }
@@ -102,7 +106,7 @@ bool low_norm_first_key(const Workload& real, int layer) {
 
 /// Starting parameters of a layer from its targets.
 LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, const FitOptions& options,
-                             bool low_norm_first_key) {
+                             bool low_norm_first_key, bool wide) {
   LlmLikeParams p;
   p.rope_base = options.rope_bases.empty() ? options.rope_base : options.rope_bases[std::size_t(target.layer)];
   p.window = std::max(0, target.mean.window);  // the real layer's mask (fixed, not fitted)
@@ -122,24 +126,26 @@ LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, 
                                   0.0, 25.0)
                      : 0.0;
   p.norm_logit_range = target.mean.norm_attention_spearman < -kSignedSpearman ? 3.0 : 0.0;
+  p.recency_reach = wide ? shape.tokens : 0.0;  // no cut within the fitted length to start with
   return p;
-}
-
-/// |a - b| / tolerance of statistic k.
-double scaled_gap(const LayerStatistics& a, const LayerStatistics& b, int k) {
-  const FitStatistic& s = fit_statistics()[std::size_t(k)];
-  return std::abs(a.mean.*s.member - b.mean.*s.member) / s.tolerance;
 }
 
 /// The fitted parameters as a vector (knobs() order), and back.
 Eigen::VectorXd knob_values(const LlmLikeParams& p) {
   Eigen::VectorXd x(kKnobs);
-  for (int k = 0; k < kKnobs; ++k) x[k] = p.*knobs()[std::size_t(k)].field;
+  for (int k = 0; k < kKnobs; ++k) {
+    const Knob& knob = knobs()[std::size_t(k)];
+    const double field = p.*knob.field;
+    x[k] = knob.log2 ? (field > 0 ? std::log2(field) : 0.0) : field;
+  }
   return x;
 }
 
 LlmLikeParams with_knobs(LlmLikeParams p, const Eigen::VectorXd& x) {
-  for (int k = 0; k < kKnobs; ++k) p.*knobs()[std::size_t(k)].field = x[k];
+  for (int k = 0; k < kKnobs; ++k) {
+    const Knob& knob = knobs()[std::size_t(k)];
+    p.*knob.field = knob.log2 ? (x[k] > 0 ? std::exp2(x[k]) : 0.0) : x[k];
+  }
   return p;
 }
 
@@ -164,54 +170,86 @@ constexpr double kLeastTrust = 1.0 / 16;
 /// Broyden's method on the scaled residual: J approximates d(residual scale)/d(knobs), starts
 /// diagonal from the knobs' default slopes and takes a rank-one secant update after every
 /// measurement, so the couplings (content spread also moves the top share, the sink also moves
-/// sparsity, ...) are learned. Each step solves J dx = r at the best point so far, takes a share
-/// of dx (the trust: halved after each step to a worse point, down to kLeastTrust, doubled back
-/// to 1 after a better one), shrinks it uniformly to the knobs' largest steps and clamps to their
-/// bounds. When kStallEvaluations steps in a row find no better point (the secant model has
-/// drifted), J is measured afresh by finite differences at the best point, once per best point.
-/// Knobs not fitted (the sink of a sink-free layer, a knob its bounds pin) stay fixed.
-LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, double score_scale,
-                   const FitOptions& options, bool low_norm_first_key) {
+/// sparsity, ...) are learned. With several lengths the residuals of all lengths are stacked (one
+/// block of rows per length, J tall) and each step solves J dx = r in least squares, so the twin
+/// splits what one length would ask against the other. Each step solves at the best point so far
+/// (the smallest error over every length), takes a share of dx (the trust: halved after each step
+/// to a worse point, down to kLeastTrust, doubled back to 1 after a better one), shrinks it
+/// uniformly to the knobs' largest steps and clamps to their bounds. When kStallEvaluations steps
+/// in a row find no better point (the secant model has drifted), J is measured afresh by finite
+/// differences at the best point, once per best point. Knobs not fitted (the sink of a sink-free
+/// layer, the reach where the wide statistic is not fitted, a knob its bounds pin) stay fixed.
+/// targets[i] is the real layer at lengths[i] (the twin's tokens); lengths[0] is the fitted length.
+LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vector<int>& lengths,
+                   const Shape& real_shape, double score_scale, const FitOptions& options, bool low_norm_first_key,
+                   const std::vector<FitStatistic>& statistics) {
+  const LayerStatistics& target = targets.front();
+  const bool wide = statistics.size() > std::size_t(kReachKnob);
+  const int count = int(lengths.size());
   WorkloadSpec spec;
   spec.shape = real_shape;
   spec.shape.layers = target.layer + 1;
+  spec.shape.tokens = lengths.front();
   spec.seed = options.seed;
   spec.score_scale = score_scale;
-  const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key);
-  std::vector<int> active;  // the free knobs: not the sink of a sink-free layer, none pinned by its bounds
+  const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key, wide);
+  // The free knobs: not the sink of a sink-free layer, not the reach where the wide statistic is
+  // not fitted, none pinned by its bounds.
+  std::vector<int> active;
   for (int k = 0; k < kKnobs; ++k) {
     const auto [lower, upper] = knob_bounds(k, target);
-    if ((k != 1 || start.sink_heads > 0) && lower < upper) active.push_back(k);
+    if ((k != kSinkKnob || start.sink_heads > 0) && (k != kReachKnob || wide) && lower < upper) active.push_back(k);
+  }
+  std::vector<int> rows;  // the residual rows solved for: each length's rows of the free knobs' statistics
+  for (int i = 0; i < count; ++i) {
+    for (const int k : active) rows.push_back(i * kKnobs + k);
   }
 
-  Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(kKnobs, kKnobs);
-  for (int k = 0; k < kKnobs; ++k) {
-    jacobian(k, k) = knobs()[std::size_t(k)].default_slope / fit_statistics()[std::size_t(k)].tolerance;
+  Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(count * kKnobs, kKnobs);
+  for (int i = 0; i < count; ++i) {
+    for (int k = 0; k < kKnobs; ++k) {
+      jacobian(i * kKnobs + k, k) =
+          knobs()[std::size_t(k)].default_slope / fit_statistics()[std::size_t(k)].tolerance;
+    }
+    // The recency logit lifts the wide window's mass as much as the recent window's (it holds it).
+    jacobian(i * kKnobs + kReachKnob, kRecencyKnob) =
+        knobs()[kRecencyKnob].default_slope / fit_statistics()[std::size_t(kReachKnob)].tolerance;
   }
   LayerFit best;
   best.layer = target.layer;
   best.target = target;
+  best.length_targets = targets;
   best.error = std::numeric_limits<double>::infinity();
   Eigen::VectorXd best_x, best_residual;
   int since_best = 0;
-  // Measures the twin layer at x (the mean over the fit's seeds) and keeps the best point.
+  // Measures the twin layer at x at every length (the mean over the fit's seeds) and keeps the
+  // best point.
   auto evaluate = [&](const Eigen::VectorXd& x) {
     spec.layer_params.assign(std::size_t(spec.shape.layers), with_knobs(start, x));
-    LayerStatistics measured = measure_generated_layer(spec, target.layer, options.inspect);
-    for (int extra = 1; extra < options.seeds; ++extra) {  // the mean over the fit's seeds
-      WorkloadSpec other = spec;
-      other.seed = options.seed + std::uint64_t(extra);
-      const LayerStatistics more = measure_generated_layer(other, target.layer, options.inspect);
-      for (const FitStatistic& s : fit_statistics()) measured.mean.*s.member += more.mean.*s.member;
+    std::vector<LayerStatistics> measured;
+    Eigen::VectorXd residual(count * kKnobs);
+    double error = 0;
+    for (int i = 0; i < count; ++i) {
+      WorkloadSpec at_length = spec;
+      at_length.shape.tokens = lengths[std::size_t(i)];
+      LayerStatistics m = measure_generated_layer(at_length, target.layer, options.inspect);
+      for (int extra = 1; extra < options.seeds; ++extra) {  // the mean over the fit's seeds
+        WorkloadSpec other = at_length;
+        other.seed = options.seed + std::uint64_t(extra);
+        const LayerStatistics more = measure_generated_layer(other, target.layer, options.inspect);
+        for (const FitStatistic& s : fit_statistics()) m.mean.*s.member += more.mean.*s.member;
+      }
+      for (const FitStatistic& s : fit_statistics()) m.mean.*s.member /= options.seeds;
+      residual.segment(i * kKnobs, kKnobs) = scaled_residual(m, targets[std::size_t(i)]);
+      error = std::max(error, fit_error(m, targets[std::size_t(i)], statistics));
+      measured.push_back(m);
     }
-    for (const FitStatistic& s : fit_statistics()) measured.mean.*s.member /= options.seeds;
     ++best.evaluations;
-    const Eigen::VectorXd residual = scaled_residual(measured, target);
-    const double error = fit_error(measured, target);
     ++since_best;
     if (error < best.error) {
       best.params = with_knobs(start, x);
-      best.fitted = measured;
+      best.fitted = measured.front();
+      best.length_fitted = measured;
       best.error = error;
       best_x = x;
       best_residual = residual;
@@ -247,13 +285,13 @@ LayerFit fit_layer(const LayerStatistics& target, const Shape& real_shape, doubl
       previous_residual = at_residual;
       if (done()) break;
     }
-    // Solve J dx = r on the free knobs at the best point: the measured statistics move by J dx,
-    // the residual by -J dx.
-    Eigen::MatrixXd j(active.size(), active.size());
-    Eigen::VectorXd r(active.size());
-    for (std::size_t a = 0; a < active.size(); ++a) {
-      r[Eigen::Index(a)] = best_residual[active[a]];
-      for (std::size_t b = 0; b < active.size(); ++b) j(Eigen::Index(a), Eigen::Index(b)) = jacobian(active[a], active[b]);
+    // Solve J dx = r (least squares with several lengths) on the free knobs at the best point: the
+    // measured statistics move by J dx, the residual by -J dx.
+    Eigen::MatrixXd j(rows.size(), active.size());
+    Eigen::VectorXd r(rows.size());
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+      r[Eigen::Index(a)] = best_residual[rows[a]];
+      for (std::size_t b = 0; b < active.size(); ++b) j(Eigen::Index(a), Eigen::Index(b)) = jacobian(rows[a], active[b]);
     }
     Eigen::VectorXd step = j.colPivHouseholderQr().solve(r);
     if (!step.allFinite()) step = Eigen::VectorXd::Zero(Eigen::Index(active.size()));
@@ -290,13 +328,22 @@ const std::vector<FitStatistic>& fit_statistics() {
       {"received_top_share", &HeadStatistics::received_top_share, 0.08},
       {"recent_mass", &HeadStatistics::recent_mass, 0.08},
       {"norm_attention_spearman", &HeadStatistics::norm_attention_spearman, 0.15},
+      {"wide_recent_mass", &HeadStatistics::wide_recent_mass, 0.05},
   };
   return all;
 }
 
-double fit_error(const LayerStatistics& a, const LayerStatistics& b) {
+std::vector<FitStatistic> fitted_statistics(int tokens, const InspectOptions& inspect) {
+  const auto& all = fit_statistics();
+  const bool wide = tokens >= 2 * inspect.wide_recent_window;
+  return {all.begin(), all.begin() + (wide ? kKnobs : kReachKnob)};
+}
+
+double fit_error(const LayerStatistics& a, const LayerStatistics& b, const std::vector<FitStatistic>& statistics) {
   double worst = 0;
-  for (int k = 0; k < kKnobs; ++k) worst = std::max(worst, scaled_gap(a, b, k));
+  for (const FitStatistic& s : statistics) {
+    worst = std::max(worst, std::abs(a.mean.*s.member - b.mean.*s.member) / s.tolerance);
+  }
   return worst;
 }
 
@@ -324,19 +371,39 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
   if (s.head_dim % 2 != 0 || s.head_dim < 8) {
     throw InputError("workload fit", "head_dim", "an even number >= 8 (the generator's)", std::to_string(s.head_dim));
   }
+  for (const double share : options.shorter_lengths) {
+    if (!(share > 0 && share < 1)) {
+      throw InputError("workload fit", "shorter_lengths", "shares of the fitted length in (0, 1)",
+                       significant_digits(share, 6));
+    }
+  }
   InspectOptions inspect = options.inspect;  // its progress reports the real workload's measurement
   inspect.threads = options.threads;
-  const std::vector<LayerStatistics> targets = per_layer_statistics(inspect_workload(real, inspect),
-                                                                    inspect.sink_head_threshold);
+  ProfileFit fit;
+  fit.lengths = {tokens};
+  std::vector<std::vector<LayerStatistics>> targets = {
+      per_layer_statistics(inspect_workload(real, inspect), inspect.sink_head_threshold)};
+  inspect.progress = nullptr;  // the shorter prefixes: a quarter of the cost at half the length
+  int shortest = std::min(tokens, s.tokens);
+  for (const double share : options.shorter_lengths) {
+    const int twin_tokens = int(std::lround(share * tokens)), real_tokens = int(std::lround(share * s.tokens));
+    if (std::min(twin_tokens, real_tokens) <= 2 * inspect.recent_window) continue;
+    fit.lengths.push_back(twin_tokens);
+    targets.push_back(per_layer_statistics(inspect_workload(first_tokens(real, real_tokens), inspect),
+                                           inspect.sink_head_threshold));
+    shortest = std::min({shortest, twin_tokens, real_tokens});
+  }
+  fit.statistics = fitted_statistics(options.wide_recent ? shortest : 0, inspect);
   Shape twin_shape = s;
   twin_shape.tokens = tokens;
-  ProfileFit fit;
-  fit.layers.resize(targets.size());
+  fit.layers.resize(targets.front().size());
   const std::string error = parallel_units(
-      (long long)targets.size(), options.threads,
+      (long long)fit.layers.size(), options.threads,
       [&](long long l) {
-        fit.layers[std::size_t(l)] = fit_layer(targets[std::size_t(l)], twin_shape, real.score_scale(), options,
-                                               low_norm_first_key(real, int(l)));
+        std::vector<LayerStatistics> layer_targets;
+        for (const auto& at_length : targets) layer_targets.push_back(at_length[std::size_t(l)]);
+        fit.layers[std::size_t(l)] = fit_layer(layer_targets, fit.lengths, twin_shape, real.score_scale(), options,
+                                               low_norm_first_key(real, int(l)), fit.statistics);
       },
       options.progress);
   if (!error.empty()) throw InputError("workload fit", "generated layer", "a valid generator spec", error);

@@ -17,10 +17,14 @@
 ///                               FitOptions::inspect
 ///   norm_attention_spearman  <- norm_logit_range (positive: low-norm keys attract attention;
 ///                               negative: high-norm keys do)
-/// by Broyden's method (a secant Jacobian of all five, measured afresh by finite differences when
+///   wide_recent_mass         <- recency_reach (searched as log2), with FitOptions::wide_recent
+///                               where every fitted length holds the whole wide window
+///                               (fitted_statistics()); else no reach
+/// by Broyden's method (a secant Jacobian of all of them, measured afresh by finite differences when
 /// the search stalls) on generated copies of the layer, generated with the
 /// layer's own random streams, so the twin's layer l is the workload the fit measured (with
-/// FitOptions::seeds > 1: the mean over that many seeds' copies is matched).
+/// FitOptions::seeds > 1: the mean over that many seeds' copies is matched), at the fitted length
+/// and at FitOptions::shorter_lengths together.
 
 #include <cstdint>
 #include <functional>
@@ -41,10 +45,16 @@ struct FitStatistic {
   double tolerance;
 };
 
-/// The fitted statistics in the order fit results list them: sparsity (0.03), first_token_mass
-/// (0.08), received_top_share (0.08), recent_mass (0.08, over FitOptions::inspect.recent_window
-/// keys), norm_attention_spearman (0.15).
+/// Every statistic the fit can match, in the order fit results list them: sparsity (0.03),
+/// first_token_mass (0.08), received_top_share (0.08), recent_mass (0.08, over
+/// FitOptions::inspect.recent_window keys), norm_attention_spearman (0.15), wide_recent_mass (0.05,
+/// over inspect.wide_recent_window keys).
 const std::vector<FitStatistic>& fit_statistics();
+
+/// The statistics a fit at `tokens` tokens matches: the first five of fit_statistics(), and
+/// wide_recent_mass too where tokens >= 2 · inspect.wide_recent_window (the statistic's whole
+/// window, not the tokens / 2 it falls back to in shorter workloads).
+std::vector<FitStatistic> fitted_statistics(int tokens, const InspectOptions& inspect);
 
 /// Settings of fit_profile.
 struct FitOptions {
@@ -61,6 +71,18 @@ struct FitOptions {
   /// base); empty: rope_base in every layer. Otherwise exactly one entry per layer, each > 1.
   std::vector<double> rope_bases;
   int tokens = 0;              ///< tokens of the generated copies (0: the real workload's)
+  /// Shares in (0, 1) of the fitted length at which the layer is fitted too, each against the real
+  /// workload's first share · n tokens (attention is causal: the workload of that shorter text).
+  /// The scaled residuals of every length are matched together in least squares, so the twin
+  /// holds at other lengths, not only at the one fitted. A share whose real or twin length is not
+  /// above twice the recent window is left out (ProfileFit::lengths lists those fitted).
+  /// {}: the fitted length only.
+  std::vector<double> shorter_lengths = {0.5};
+  /// Also fit wide_recent_mass with recency_reach where every fitted length holds the whole wide
+  /// window (fitted_statistics()). Off by default: on SmolLM2-135M it matched the six statistics at
+  /// the fit's seed and length but fewer layers at other seeds and lengths
+  /// (bench/results/twin_fit.md). false: the five statistics and no reach.
+  bool wide_recent = false;
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.
   InspectOptions inspect = [] {
@@ -77,21 +99,30 @@ struct FitOptions {
 struct LayerFit {
   int layer = 0;
   LlmLikeParams params;        ///< the fitted parameters
-  LayerStatistics target;      ///< the real layer, measured
+  LayerStatistics target;      ///< the real layer, measured, at the fitted length
   LayerStatistics fitted;      ///< the generated layer with `params`, measured the same way
-  int evaluations = 0;         ///< generated copies measured
-  /// max over fit_statistics() of |fitted - target| / tolerance (<= 1: every statistic matched).
+  /// Per ProfileFit::lengths, the real layer and the generated one at that length (front: target
+  /// and fitted).
+  std::vector<LayerStatistics> length_targets, length_fitted;
+  int evaluations = 0;         ///< parameter points measured (each at every length)
+  /// max over ProfileFit::lengths and ProfileFit::statistics of |fitted - target| / tolerance
+  /// (<= 1: every statistic matched at every length).
   double error = 0;
 };
 
 /// The whole fit: the profile to write and each layer's numbers.
 struct ProfileFit {
+  /// The statistics fitted: fitted_statistics() at the shortest fitted length (twin or real), the
+  /// five only without FitOptions::wide_recent.
+  std::vector<FitStatistic> statistics;
+  /// The twin's lengths fitted (tokens): the fitted length, then FitOptions::shorter_lengths' kept.
+  std::vector<int> lengths;
   GeneratorProfile profile;
   std::vector<LayerFit> layers;
 };
 
-/// max over fit_statistics() of |a - b| / tolerance, on the layer means.
-double fit_error(const LayerStatistics& a, const LayerStatistics& b);
+/// max over `statistics` of |a - b| / tolerance, on the layer means (0 for none).
+double fit_error(const LayerStatistics& a, const LayerStatistics& b, const std::vector<FitStatistic>& statistics);
 
 /// Fits one LLM-like parameter set per layer of `real` (tokens > 2 · inspect.recent_window,
 /// head_dim even and >= 8) so that each generated layer's statistics match the real layer's

@@ -71,6 +71,28 @@ void Workload::set_windows(const std::vector<int>& windows) {
   windows_ = any ? windows : std::vector<int>{};
 }
 
+Workload first_tokens(const Workload& w, int tokens) {
+  const Shape& s = w.shape();
+  if (tokens < 1 || tokens > s.tokens) {
+    throw std::invalid_argument("workload: first " + std::to_string(tokens) + " tokens of " + to_string(s) +
+                                ", expected 1 to " + std::to_string(s.tokens));
+  }
+  Shape shape = s;
+  shape.tokens = tokens;
+  Workload out(shape);
+  for (int l = 0; l < s.layers; ++l) {
+    for (int h = 0; h < s.q_heads; ++h) out.q(l, h) = w.q(l, h).topRows(tokens);
+    for (int h = 0; h < s.kv_heads; ++h) {
+      out.k(l, h) = w.k(l, h).topRows(tokens);
+      out.v(l, h) = w.v(l, h).topRows(tokens);
+    }
+  }
+  out.set_score_scale(w.score_scale());
+  out.set_windows(w.windows());
+  out.metadata = w.metadata;
+  return out;
+}
+
 bool operator==(const Workload& a, const Workload& b) {
   return a.shape_ == b.shape_ && a.q_ == b.q_ && a.k_ == b.k_ && a.v_ == b.v_ &&
          a.score_scale() == b.score_scale() && a.windows_ == b.windows_;

@@ -78,4 +78,9 @@ class Workload {
   std::vector<int> windows_;  // empty: every layer global
 };
 
+/// The first `tokens` tokens of every head of `w`, with its score scale, windows and metadata: the
+/// workload a causal model gives on that prefix of its text. Throws std::invalid_argument unless
+/// 1 <= tokens <= w.shape().tokens.
+Workload first_tokens(const Workload& w, int tokens);
+
 }  // namespace subevict

@@ -39,7 +39,8 @@ TRANSFER_BUDGETS = ("0.1", "0.2")
 STATISTICS = (("sparsity", "sparsity", 0.03), ("first_token_mass", "first-token mass", 0.08),
               ("received_top_share", "top-10% share", 0.08),
               ("recent_mass", "mass on the 64 most recent", 0.08),
-              ("norm_attention_spearman", "Spearman(key norm, received)", 0.15))
+              ("norm_attention_spearman", "Spearman(key norm, received)", 0.15),
+              ("wide_recent_mass", "mass on the 256 most recent", 0.05))
 
 
 def log(message):

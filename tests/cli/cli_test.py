@@ -184,6 +184,7 @@ class CliTest(unittest.TestCase):
         elapsed = time.monotonic() - start
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("2 layers", r.stdout)
+        fit_stdout = r.stdout
         # Not a terminal: the first and the last line of each progress (at most one more every
         # 5 s), with elapsed time and ETA.
         measuring = [l for l in r.stderr.splitlines() if l.startswith("fit: measuring")]
@@ -212,9 +213,14 @@ class CliTest(unittest.TestCase):
         with open(out) as f:
             measured = json.load(f)
         self.assertEqual(measured["shape"]["layers"], 2)  # --profile generates every layer
+        # Without --wide-recent the five statistics; half of 160 tokens is not above twice the
+        # 64-key window, so the one length.
+        self.assertEqual(fit["statistics"], ["sparsity", "first_token_mass", "received_top_share",
+                                             "recent_mass", "norm_attention_spearman"])
+        self.assertEqual(fit["lengths"], [160])
+        self.assertIn("at every fitted length (160 tokens)", fit_stdout)
         for layer, row in zip(fit["layers"], measured["layers"], strict=True):
-            for name in ("sparsity", "first_token_mass", "received_top_share", "recent_mass",
-                         "norm_attention_spearman"):
+            for name in fit["statistics"]:
                 self.assertAlmostEqual(layer[name]["twin"], row["mean"][name], places=12,
                                        msg=f"layer {layer['layer']} {name}")
 
@@ -406,6 +412,12 @@ class CliTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.path("t.toml")))
         self.assert_one_line_error(run("workload", "fit", self.path("missing.safetensors"), "-o",
                                        self.path("t.toml")), "missing.safetensors")
+        long_enough = self.path("long.safetensors")
+        r = run("workload", "generate", "--preset", "tiny", "--tokens", "160", "-o", long_enough)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_one_line_error(run("workload", "fit", long_enough, "-o", self.path("t.toml"),
+                                       "--shorter-lengths", "0.5,1.5"), "shorter_lengths", "1.5")
+        self.assertFalse(os.path.exists(self.path("t.toml")))
 
     def test_unwritable_outputs_leave_no_file(self):
         target = self.path("no/such/dir/w.safetensors")

@@ -3,6 +3,7 @@
 // cannot produce is reported as unmatched rather than hidden.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -37,6 +38,16 @@ WorkloadSpec two_layer_spec(std::uint64_t seed) {
   return spec;
 }
 
+/// " name twin/real" of every fitted statistic, for failure messages.
+std::string statistics_text(const LayerStatistics& twin, const LayerStatistics& real) {
+  std::string text;
+  for (const FitStatistic& st : fit_statistics()) {
+    text += std::string(" ") + st.name + " " + std::to_string(twin.mean.*st.member) + "/" +
+            std::to_string(real.mean.*st.member);
+  }
+  return text;
+}
+
 FitOptions small_fit(std::uint64_t seed) {
   FitOptions options;
   options.seed = seed;
@@ -56,9 +67,12 @@ const ProfileFit& fit_of_generated() {
 TEST(ProfileFit, MatchesEveryStatisticOfAGeneratableWorkload) {
   const ProfileFit& fit = fit_of_generated();
   ASSERT_EQ(fit.layers.size(), 2u);
+  // The five statistics: the wide window's mass only with FitOptions::wide_recent.
+  ASSERT_EQ(fit.statistics.size(), 5u);
   for (const LayerFit& l : fit.layers) {
     EXPECT_LE(l.error, 1.0) << "layer " << l.layer;
-    for (const FitStatistic& s : fit_statistics()) {
+    EXPECT_EQ(l.params.recency_reach, 0.0) << "layer " << l.layer;  // the reach is not fitted
+    for (const FitStatistic& s : fit.statistics) {
       EXPECT_NEAR(l.fitted.mean.*s.member, l.target.mean.*s.member, s.tolerance) << "layer " << l.layer << " " << s.name;
     }
   }
@@ -72,6 +86,7 @@ TEST(ProfileFit, TheTwinIsWhatTheFitMeasured) {
   EXPECT_EQ(fit.profile.name, "twin");
   EXPECT_EQ(fit.profile.shape.q_heads, 4);
   EXPECT_EQ(fit.profile.layers.size(), 2u);
+  ASSERT_EQ(fit.lengths, std::vector<int>{kTokens});  // half of 256 is not above twice the 64-key window
   const Workload twin = generate_workload(spec_from_profile(fit.profile, kTokens, 0, 12), 1);
   InspectOptions inspect = FitOptions{}.inspect;
   const std::vector<LayerStatistics> measured = per_layer_statistics(inspect_workload(twin, inspect));
@@ -80,7 +95,39 @@ TEST(ProfileFit, TheTwinIsWhatTheFitMeasured) {
       EXPECT_DOUBLE_EQ(measured[std::size_t(l.layer)].mean.*s.member, l.fitted.mean.*s.member)
           << "layer " << l.layer << " " << s.name;
     }
-    EXPECT_DOUBLE_EQ(fit_error(measured[std::size_t(l.layer)], l.target), l.error);
+    EXPECT_DOUBLE_EQ(fit_error(measured[std::size_t(l.layer)], l.target, fit.statistics), l.error);
+  }
+}
+
+TEST(ProfileFit, FitsEveryLengthAgainstTheRealPrefixAndReportsTheWorst) {
+  // At 512 tokens the default shorter length (half) is 256 tokens, above twice the recent window:
+  // the fit matches both, each against the real workload's first tokens, and its error is the
+  // larger of the two. Each length's printed statistics are the twin's at that length, bit for bit.
+  WorkloadSpec spec = two_layer_spec(41);
+  spec.shape.tokens = 2 * kTokens;
+  const Workload real = generate_workload(spec, 1);
+  const ProfileFit fit = fit_profile(real, "two lengths", small_fit(3));
+  ASSERT_EQ(fit.lengths, (std::vector<int>{2 * kTokens, kTokens}));
+  EXPECT_EQ(fit.statistics.size(), 5u);  // without FitOptions::wide_recent
+  const InspectOptions inspect = FitOptions{}.inspect;
+  const auto prefix = per_layer_statistics(inspect_workload(first_tokens(real, kTokens), inspect));
+  for (const LayerFit& l : fit.layers) {
+    ASSERT_EQ(l.length_targets.size(), 2u);
+    double worst = 0;
+    for (std::size_t i = 0; i < fit.lengths.size(); ++i) {
+      const auto twin = per_layer_statistics(
+          inspect_workload(generate_workload(spec_from_profile(fit.profile, fit.lengths[i], 0, 3), 1), inspect));
+      for (const FitStatistic& st : fit_statistics()) {
+        EXPECT_DOUBLE_EQ(twin[std::size_t(l.layer)].mean.*st.member, l.length_fitted[i].mean.*st.member)
+            << "layer " << l.layer << " tokens " << fit.lengths[i] << " " << st.name;
+      }
+      worst = std::max(worst, fit_error(l.length_fitted[i], l.length_targets[i], fit.statistics));
+    }
+    EXPECT_DOUBLE_EQ(l.error, worst) << "layer " << l.layer;
+    EXPECT_LE(l.error, 1.0) << "layer " << l.layer;
+    for (const FitStatistic& st : fit_statistics()) {
+      EXPECT_DOUBLE_EQ(l.length_targets[1].mean.*st.member, prefix[std::size_t(l.layer)].mean.*st.member) << st.name;
+    }
   }
 }
 
@@ -136,21 +183,62 @@ TEST(ProfileFit, TheTwinIsAcceptedAtEverySeedAndLength) {
     for (std::uint64_t seed = 0; seed < 5; ++seed) {
       const auto old_way = per_layer_statistics(
           inspect_workload(generate_workload(spec_from_profile(per_seed, tokens, 0, seed), 1), inspect));
-      for (std::size_t l = 0; l < old_way.size(); ++l) per_seed_misses += fit_error(old_way[l], target[l]) > 1.0;
+      for (std::size_t l = 0; l < old_way.size(); ++l) per_seed_misses += fit_error(old_way[l], target[l], fit.statistics) > 1.0;
       const Workload twin = generate_workload(spec_from_profile(fit.profile, tokens, 0, seed), 1);
       const auto measured = per_layer_statistics(inspect_workload(twin, inspect));
       for (std::size_t l = 0; l < measured.size(); ++l) {
-        std::string stats;
-        for (const FitStatistic& st : fit_statistics()) {
-          stats += std::string(" ") + st.name + " " + std::to_string(measured[l].mean.*st.member) + "/" +
-                   std::to_string(target[l].mean.*st.member);
-        }
-        EXPECT_LE(fit_error(measured[l], target[l]), 1.0) << "tokens " << tokens << " seed " << seed << " layer " << l
-                                                          << " (twin/real):" << stats;
+        EXPECT_LE(fit_error(measured[l], target[l], fit.statistics), 1.0)
+            << "tokens " << tokens << " seed " << seed << " layer " << l
+            << " (twin/real):" << statistics_text(measured[l], target[l]);
       }
     }
   }
   EXPECT_GT(per_seed_misses, 0);
+}
+
+TEST(ProfileFit, FitsTheRecencyReachWhereTheLengthHoldsTheWideWindow) {
+  // A dense layer whose recency stops at 32 keys: the mass on the last 64 keys alone leaves the
+  // mass on the last 256 free, and a twin without a reach keeps too much of it. Fitted at 1024
+  // tokens and at 512 (whose prefix still holds the whole wide window), the twin matches all six
+  // statistics with a finite reach at both lengths and at seeds the fit did not use.
+  WorkloadSpec spec = two_layer_spec(31);
+  spec.shape = Shape{1, 4, 2, 4 * kTokens, 32};
+  spec.layer_params.resize(1);
+  spec.layer_params[0].recency_logit = 6.0;
+  spec.layer_params[0].recency_reach = 32;
+  spec.layer_params[0].exact_recency = 1;
+  const Workload real = generate_workload(spec, 1);
+  FitOptions options = small_fit(5);
+  options.seeds = 3;
+  options.max_evaluations = FitOptions{}.max_evaluations;
+  EXPECT_EQ(fit_profile(real, "five", small_fit(5)).statistics.size(), 5u);  // only when asked
+  options.wide_recent = true;
+  const ProfileFit fit = fit_profile(real, "reach", options);
+  ASSERT_EQ(fit.statistics.size(), fit_statistics().size());
+  const LayerFit& l = fit.layers.front();
+  EXPECT_LE(l.error, 1.0);
+  EXPECT_GT(l.params.recency_reach, 0.0);
+  EXPECT_LT(l.params.recency_reach, 4.0 * kTokens);  // cut within the fitted length
+  const InspectOptions inspect = FitOptions{}.inspect;
+  // Without the reach the twin keeps too much of the wide window: the check can fail.
+  GeneratorProfile no_reach = fit.profile;
+  no_reach.layers.front().recency_reach = 0;
+  const auto unreached = per_layer_statistics(
+      inspect_workload(generate_workload(spec_from_profile(no_reach, 4 * kTokens, 0, 5), 1), inspect));
+  EXPECT_GT(fit_error(unreached.front(), l.target, fit.statistics), 1.0)
+      << "wide mass without the reach " << unreached.front().mean.wide_recent_mass << ", real " << l.target.mean.wide_recent_mass;
+  ASSERT_EQ(fit.lengths, (std::vector<int>{4 * kTokens, 2 * kTokens}));
+  for (int tokens : fit.lengths) {
+    WorkloadSpec real_spec = spec;
+    real_spec.shape.tokens = tokens;
+    const auto target = per_layer_statistics(inspect_workload(generate_workload(real_spec, 1), inspect));
+    for (std::uint64_t seed = 0; seed < 5; ++seed) {
+      const auto measured = per_layer_statistics(
+          inspect_workload(generate_workload(spec_from_profile(fit.profile, tokens, 0, seed), 1), inspect));
+      EXPECT_LE(fit_error(measured.front(), target.front(), fit.statistics), 1.0)
+          << "tokens " << tokens << " seed " << seed << " (twin/real):" << statistics_text(measured.front(), target.front());
+    }
+  }
 }
 
 /// Every query along one direction u, key j = norm_j u: the score grows with the key norm, so
@@ -181,7 +269,7 @@ TEST(ProfileFit, ReportsTheGapOfALayerItHasNotMatched) {
   const ProfileFit fit = fit_profile(high_norm_attracts(), "unmatched", options);
   const LayerFit& l = fit.layers.front();
   EXPECT_GT(l.error, 1.0);
-  EXPECT_DOUBLE_EQ(l.error, fit_error(l.fitted, l.target));
+  EXPECT_DOUBLE_EQ(l.error, fit_error(l.fitted, l.target, fit.statistics));
   EXPECT_EQ(l.evaluations, 2);
 }
 
@@ -189,11 +277,16 @@ TEST(ProfileFit, FitErrorIsTheLargestGapInTolerances) {
   LayerStatistics a, b;
   b.mean.sparsity = 0.03;                  // 1.0 tolerance
   b.mean.norm_attention_spearman = -0.45;  // 3.0 tolerances
-  EXPECT_DOUBLE_EQ(fit_error(a, b), 3.0);
+  const std::vector<FitStatistic>& all = fit_statistics();
+  EXPECT_DOUBLE_EQ(fit_error(a, b, all), 3.0);
   b.mean.norm_attention_spearman = 0;
   b.mean.recent_mass = 0.04;
-  EXPECT_DOUBLE_EQ(fit_error(a, b), 1.0);
-  EXPECT_DOUBLE_EQ(fit_error(a, a), 0.0);
+  EXPECT_DOUBLE_EQ(fit_error(a, b, all), 1.0);
+  b.mean.wide_recent_mass = 0.1;  // 2 tolerances, counted only where the wide statistic is fitted
+  EXPECT_DOUBLE_EQ(fit_error(a, b, all), 2.0);
+  EXPECT_DOUBLE_EQ(fit_error(a, b, fitted_statistics(511, FitOptions{}.inspect)), 1.0);
+  EXPECT_DOUBLE_EQ(fit_error(a, b, fitted_statistics(512, FitOptions{}.inspect)), 2.0);
+  EXPECT_DOUBLE_EQ(fit_error(a, a, all), 0.0);
 }
 
 TEST(ProfileFit, RejectsUnusableInput) {

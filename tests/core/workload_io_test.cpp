@@ -263,6 +263,30 @@ TEST(WorkloadWindows, RoundTripThroughSafetensorsAndRefusedByTheDirectoryForm) {
   EXPECT_THROW((void)w.window(3), std::out_of_range);
 }
 
+TEST(WorkloadPrefix, FirstTokensKeepsEveryHeadsLeadingRowsAndTheMask) {
+  Workload w(Shape{2, 4, 2, 5, 3});
+  for (std::size_t i = 0; i < w.q_data().size(); ++i) w.q_data()[i] = float(i);
+  for (std::size_t i = 0; i < w.k_data().size(); ++i) w.k_data()[i] = -float(i), w.v_data()[i] = 0.5f * float(i);
+  w.set_score_scale(0.25);
+  w.set_windows({0, 2});
+  w.metadata["source"] = "test";
+  const Workload p = first_tokens(w, 3);
+  EXPECT_EQ(p.shape(), (Shape{2, 4, 2, 3, 3}));
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 4; ++h) EXPECT_EQ(RowMatrixf(p.q(l, h)), RowMatrixf(w.q(l, h).topRows(3))) << l << " " << h;
+    for (int h = 0; h < 2; ++h) {
+      EXPECT_EQ(RowMatrixf(p.k(l, h)), RowMatrixf(w.k(l, h).topRows(3))) << l << " " << h;
+      EXPECT_EQ(RowMatrixf(p.v(l, h)), RowMatrixf(w.v(l, h).topRows(3))) << l << " " << h;
+    }
+  }
+  EXPECT_EQ(p.score_scale(), 0.25);
+  EXPECT_EQ(p.windows(), (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.metadata, w.metadata);
+  EXPECT_TRUE(first_tokens(w, 5) == w);
+  EXPECT_THROW(first_tokens(w, 0), std::invalid_argument);
+  EXPECT_THROW(first_tokens(w, 6), std::invalid_argument);
+}
+
 TEST_F(WorkloadFileValidation, NonfiniteValuesNameTheTensor) {
   auto tensors = layer_tensors(1, 1, 1, 2, 2);
   tensors["layers.0.v"].data[3] = std::numeric_limits<float>::quiet_NaN();
