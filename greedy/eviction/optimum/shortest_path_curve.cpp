@@ -14,6 +14,7 @@
 #include "greedy/eviction/optimum/column_generation.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/incremental_network_simplex.hpp"
+#include "greedy/eviction/optimum/radix_heap.hpp"
 #include "greedy/eviction/optimum/triangle_pricing.hpp"
 
 namespace subevict::greedy {
@@ -30,13 +31,14 @@ constexpr std::int64_t kPotentialLimit = std::int64_t{1} << 61;
 /// generation at its first budget) costs about as much as a hundred augmentations at n = 4096.
 constexpr int kRunBudgets = 256;
 
-/// A heap entry: a node at its tentative distance, or block b of token j's implicit arcs at a lower
-/// bound on the distance any of them gives (block = −1 for a node).
+/// A queue entry: a node at its tentative distance, or block b of token j's implicit arcs at a lower
+/// bound on the distance any of them gives (block = −1 for a node). Keys are distances from D_0 on
+/// reduced costs, so never negative, and never below the key popped last (a block's bound is raised
+/// to its token's distance, which every arc of the token's exceeds): the queue is monotone.
 struct Entry {
-  std::int64_t key;
+  std::uint64_t key;
   int node;
   int block;
-  bool operator>(const Entry& other) const { return key > other.key; }
 };
 
 /// What every run of budgets of one instance reads and none changes: the integer costs' scale,
@@ -130,6 +132,7 @@ class CurveSolver {
     position_.assign(n_, 0);
     ending_at_.assign(static_cast<std::size_t>(n_) + 1, {});
     flow_.assign(n_, 0);
+    unsettled_steps_.assign(blocks_, 0);
   }
 
   /// Budgets first..last (1 ≤ first ≤ last ≤ n), each handed to the sink in order; returns what
@@ -218,12 +221,7 @@ class CurveSolver {
     if (dist_[v] == kInfinity) touched_.push_back(v);
     dist_[v] = through;
     pred_[v] = p;
-    push(Entry{through, v, -1});
-  }
-
-  void push(const Entry& entry) {
-    heap_.push_back(entry);
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    queue_.push(Entry{static_cast<std::uint64_t>(through), v, -1});
   }
 
   /// Relaxes the explicit arc from settled node u (at distance du) to v with reduced cost rc.
@@ -244,10 +242,12 @@ class CurveSolver {
     const std::int64_t base = base_[j], floor = dist_[j];
     const std::int64_t* pot_d = pot_.data() + n_;
     const std::int64_t* dist_d = dist_.data() + n_;
+    // In locals: relax() writes to the solver's arrays, which would make the compiler reload them.
+    const double shift = in_.scale.costs.shift[j], scale = in_.scale.costs.scale;
     double earned = b == first ? 0.0 : in_.earned_before(j, b);
     for (int e = from; e <= last; ++e) {
       earned += double(column[e - j]);
-      const std::int64_t through = base + arc_cost(j, earned) - pot_d[e];
+      const std::int64_t through = base + integer_cost(shift - earned, scale) - pot_d[e];
       if (through >= dist_d[e]) continue;
       if (through < floor) throw std::logic_error("shortest_path_curve: an implicit arc lost dual feasibility");
       relax(d(e), through, j);
@@ -262,15 +262,22 @@ class CurveSolver {
 
   /// Queues token j's next block after (key, b) in the order (bound, block) whose bound lies below
   /// `bound`, an upper bound on D_n's distance (a block at or above it can only reach nodes that
-  /// stay unsettled); one block of a token is in the heap at a time.
+  /// stay unsettled) and whose steps are not all settled, at its bound raised to the token's
+  /// distance (every arc of the token's gives at least that); one block of a token is in the queue
+  /// at a time.
   void queue_next_block(int j, std::int64_t key, int b, std::int64_t bound) {
-    Entry next{bound, j, -1};
+    std::int64_t best = bound;
+    int block = -1;
     for (int c = (j + 1) / kPricingBlock + 1; c < blocks_; ++c) {
+      if (unsettled_steps_[c] == 0) continue;
       const std::int64_t k = block_key(j, c);
-      if ((k > key || (k == key && c > b)) && k < next.key) next = Entry{k, j, c};
+      if ((k > key || (k == key && c > b)) && k < best) {
+        best = k;
+        block = c;
+      }
     }
-    if (next.block >= 0) {
-      push(next);
+    if (block >= 0) {
+      queue_.push(Entry{static_cast<std::uint64_t>(std::max(best, dist_[j])), j, block});
       ++stats_.blocks_queued;
     }
   }
@@ -296,35 +303,41 @@ class CurveSolver {
   void augment() {
     ++stats_.augmentations;
     max_pot_ = block_max_potential(std::vector<std::int64_t>(pot_.begin() + n_, pot_.end()), n_);
+    for (int b = 0; b < blocks_; ++b) unsettled_steps_[b] = block_end(b, n_) - b * kPricingBlock + 1;
     const int source = d(0), sink = d(n_);
     dist_[source] = 0;
     touched_.push_back(source);
-    push(Entry{0, source, -1});
+    queue_.push(Entry{0, source, -1});
     // An upper bound on D_n's distance: a settled D_i plus the backbone from D_i to D_n, whose
     // reduced costs sum to π(D_i) − π(D_n).
     std::int64_t bound = kInfinity;
     bool reached = false;
-    while (!heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      const Entry top = heap_.back();
-      heap_.pop_back();
-      if (top.block >= 0) {
-        if (top.key >= std::min(bound, dist_[sink])) continue;
-        ++stats_.blocks_walked;
-        const int j = top.node, b = top.block;
-        walk(j, b);
-        queue_next_block(j, top.key, b, std::min(bound, dist_[sink]));
-        continue;
-      }
-      const int u = top.node;
-      if (settled_flag_[u] || top.key > dist_[u]) continue;
-      settled_flag_[u] = 1;
-      settled_.push_back(u);
-      ++stats_.nodes_settled;
-      if (u == sink) {
+    while (!queue_.empty()) {
+      const Entry top = queue_.pop();
+      const auto key = static_cast<std::int64_t>(top.key);
+      if (dist_[sink] <= key) {  // nothing left in the queue can lower it: D_n settles now
+        settled_flag_[sink] = 1;
+        settled_.push_back(sink);
+        ++stats_.nodes_settled;
         reached = true;
         break;
       }
+      if (top.block >= 0) {
+        if (key >= bound) continue;
+        const int j = top.node, b = top.block;
+        if (unsettled_steps_[b] > 0) {
+          ++stats_.blocks_walked;
+          walk(j, b);
+        }
+        queue_next_block(j, block_key(j, b), b, std::min(bound, dist_[sink]));
+        continue;
+      }
+      const int u = top.node;
+      if (settled_flag_[u] || key > dist_[u]) continue;
+      settled_flag_[u] = 1;
+      settled_.push_back(u);
+      ++stats_.nodes_settled;
+      if (u >= n_) --unsettled_steps_[(u - n_) / kPricingBlock];  // u is not D_n: see above
       const std::int64_t du = dist_[u];
       if (u < n_) {
         settle_token(u, std::min(bound, dist_[sink]));
@@ -337,7 +350,7 @@ class CurveSolver {
       for (int j : ending_at_[i]) relax_arc(j, du, -carry_cost_[j] + pot_[u] - pot_[j], u);
     }
     if (!reached) throw std::logic_error("shortest_path_curve: no augmenting path");
-    heap_.clear();
+    queue_.clear();
     const std::int64_t reach = dist_[sink];
     for (int v : settled_) {
       pot_[v] += dist_[v] - reach;
@@ -412,7 +425,10 @@ class CurveSolver {
   std::vector<std::int64_t> dist_, base_, max_pot_;
   std::vector<int> pred_, settled_, touched_;
   std::vector<char> settled_flag_;
-  std::vector<Entry> heap_;  ///< a binary min-heap (std::push_heap with std::greater)
+  /// Per block of steps, its D_e not yet settled in this Dijkstra: a block of settled steps is
+  /// neither queued nor walked (an arc into a settled node changes nothing).
+  std::vector<int> unsettled_steps_;
+  RadixHeap<Entry> queue_;
   std::vector<double> y_;
   ShortestPathCurveStats stats_;
   std::size_t blocks_after_first_ = 0;  ///< blocks after the first of every token settled

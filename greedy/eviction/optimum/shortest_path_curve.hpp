@@ -21,12 +21,15 @@
 ///     the cheapest augmenting path. The residual arcs are the backbone (both ways where it carries
 ///     flow), D_{e_j} → R_j (the reverse of token j's arc, R_j's only way in) and every implicit
 ///     arc R_j → D_e. When R_j settles, its first block of 64 steps is relaxed at once; its later
-///     blocks enter the heap one at a time, in the order of a lower bound on what each can give
+///     blocks enter the queue one at a time, in the order of a lower bound on what each can give
 ///     (C_j at the block's end and the block's largest π(D_e)), while that bound stays below an
 ///     upper bound on D_n's distance (a settled D_i plus the backbone to D_n); a block is walked
-///     only if it comes out of the heap before D_n. So the distances below D_n's are exact on the
+///     only if it comes out of the queue before D_n and still holds a step not settled (an arc
+///     into a settled node changes nothing). So the distances below D_n's are exact on the
 ///     whole network, π grows by the distances capped at D_n's and stays dual feasible
-///     everywhere: no pricing pass, no restricted network, no retry.
+///     everywhere: no pricing pass, no restricted network, no retry. The queue is a radix heap
+///     (radix_heap.hpp): its keys are integer distances that never fall below the last one
+///     popped.
 ///
 /// Certificate: with every reduced cost ≥ 0 (π(R_j) raised until its arc's reduced cost is 0), each
 /// token's Lagrangian term is bounded from π(R_j) alone, so the bound of implicit_flow.hpp
@@ -36,7 +39,7 @@
 /// (≤ n · 2^−s).
 ///
 /// Memory: O(n) for the flow and potentials per run, the pricing's block sums (n²/128 doubles and as
-/// many integer costs, shared by the runs) and the heap. Time per budget: one Dijkstra on 2n + 1
+/// many integer costs, shared by the runs) and the queue. Time per budget: one Dijkstra on 2n + 1
 /// nodes plus the blocks it walks (bench/results/budget_curve.md).
 
 #include <cstddef>
@@ -59,8 +62,9 @@ struct ShortestPathCurveStats {
   std::size_t augmentations = 0;   ///< Dijkstras, one per budget after each run's first
   std::size_t pricing_passes = 0;  ///< the column generation rounds of each run's first budget
   std::size_t nodes_settled = 0;   ///< over all Dijkstras
-  /// The blocks of 64 steps after a settled token's first: never walked on their bound, queued in
-  /// the heap (one per token at a time) and walked step by step (out of the heap before D_n).
+  /// The blocks of 64 steps after a settled token's first: never walked (on their bound, or every
+  /// step settled), queued (one per token at a time) and walked step by step (out of the queue
+  /// before D_n with a step not settled).
   std::size_t blocks_skipped = 0;
   std::size_t blocks_queued = 0;
   std::size_t blocks_walked = 0;
