@@ -711,8 +711,13 @@ void run_simulate(const SimulateArgs& args) {
       // generated (a generated layer does not depend on how many follow it).
       const WorkloadSpec model = spec_from_preset(args.preset, args.tokens, 0, args.seed);
       layers = parse_index_set(args.layers, model.shape.layers, {"simulate", "--layers", "layers"});
-      w = kernels::generate_workload(spec_from_preset(args.preset, args.tokens, layers.back() + 1, args.seed),
-                                     backend);
+      const WorkloadSpec spec = spec_from_preset(args.preset, args.tokens, layers.back() + 1, args.seed);
+      const std::vector<int> kv = parse_index_set(args.heads, spec.shape.kv_heads, {"simulate", "--heads", "KV heads"});
+      // On the reference backend only the selected KV heads are generated (the others stay 0 and
+      // are never read); another backend's batched policies run on every head.
+      w = backend == kernels::Backend::kReference && int(kv.size()) < spec.shape.kv_heads
+              ? generate_kv_heads(spec, 0, spec.shape.layers, kv, 0)
+              : kernels::generate_workload(spec, backend);
     }
   }
   const Shape& shape = w.shape();
@@ -842,7 +847,10 @@ void add_simulate_command(CLI::App& app) {
                   "layer N alone (not the first N layers: write 0-3 for those); a preset generates layers 0 up "
                   "to the last one listed")
       ->capture_default_str();
-  cmd->add_option("--heads", args->heads, "KV heads to run, in the same syntax (e.g. 1 or 0,2-3)")->capture_default_str();
+  cmd->add_option("--heads", args->heads,
+                  "KV heads to run, in the same syntax (e.g. 1 or 0,2-3); a preset generates only these on the "
+                  "reference backend")
+      ->capture_default_str();
   cmd->add_option("--budget", args->budget,
                   "Budget of the per-step outputs: a ratio in (0, 1) of the sequence length, or an integer size")
       ->capture_default_str();

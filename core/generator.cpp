@@ -23,23 +23,28 @@ void require(bool ok, const std::string& field, const std::string& expected, dou
   if (!ok) throw InputError("llm-like parameters", field, expected, significant_digits(got, 17));
 }
 
-/// Runs row(layer, head, token, offset) for every row of a tensor with `heads` heads of `w`, in
-/// parallel: `layer` is the model's layer (w's layer plus `first`), `offset` the row's place in w.
+/// Runs row(layer, head, token, offset) for every row of a tensor with `heads` heads of `w`
+/// (q_heads or kv_heads) whose KV head is in `kv_heads`, in parallel over those rows only:
+/// `layer` is the model's layer (w's layer plus `first`), `offset` the row's place in w.
 template <class RowFn>
-void for_each_row(const Workload& w, int first, int heads, int threads, RowFn row) {
+void for_each_row(const Workload& w, int first, int heads, const std::vector<int>& kv_heads, int threads, RowFn row) {
   const Shape& s = w.shape();
-  const long long rows = (long long)s.layers * heads * s.tokens;
+  const int per_kv = heads / s.kv_heads;  // g for Q, 1 for K and V
+  const long long units = (long long)kv_heads.size() * per_kv;  // heads generated per layer
+  const long long rows = (long long)s.layers * units * s.tokens;
   const int team = threads > 0 ? threads : omp_get_max_threads();
 #pragma omp parallel for num_threads(team) schedule(static)
   for (long long r = 0; r < rows; ++r) {
     const int token = int(r % s.tokens);
-    const int head = int((r / s.tokens) % heads);
-    const int layer = first + int(r / (s.tokens * (long long)heads));
-    row(layer, head, token, std::size_t(r) * std::size_t(s.head_dim));
+    const int unit = int((r / s.tokens) % units);
+    const int head = kv_heads[std::size_t(unit / per_kv)] * per_kv + unit % per_kv;
+    const long long layer = r / (s.tokens * units);
+    const long long place = (layer * heads + head) * s.tokens + token;
+    row(first + int(layer), head, token, std::size_t(place) * std::size_t(s.head_dim));
   }
 }
 
-void generate_gaussian(const WorkloadSpec& spec, int first, int threads, Workload& w) {
+void generate_gaussian(const WorkloadSpec& spec, int first, const std::vector<int>& kv, int threads, Workload& w) {
   const Shape& s = spec.shape;
   auto fill = [&](std::vector<float>& data, Stream stream) {
     return [&data, &spec, &s, stream](int layer, int head, int token, std::size_t offset) {
@@ -48,25 +53,25 @@ void generate_gaussian(const WorkloadSpec& spec, int first, int threads, Workloa
       for (int x = 0; x < s.head_dim; ++x) data[offset + x] = float(normal(spec.seed, id, element + x));
     };
   };
-  for_each_row(w, first, s.q_heads, threads, fill(w.q_data(), Stream::kQueryContent));
-  for_each_row(w, first, s.kv_heads, threads, fill(w.k_data(), Stream::kKeyContent));
-  for_each_row(w, first, s.kv_heads, threads, fill(w.v_data(), Stream::kValue));
+  for_each_row(w, first, s.q_heads, kv, threads, fill(w.q_data(), Stream::kQueryContent));
+  for_each_row(w, first, s.kv_heads, kv, threads, fill(w.k_data(), Stream::kKeyContent));
+  for_each_row(w, first, s.kv_heads, kv, threads, fill(w.v_data(), Stream::kValue));
 }
 
-void generate_llm_like(const WorkloadSpec& spec, int first, int threads, Workload& w) {
+void generate_llm_like(const WorkloadSpec& spec, int first, const std::vector<int>& kv, int threads, Workload& w) {
   const Shape& s = spec.shape;
   const LlmLikeTables tables = build_llm_like_tables(spec);
   auto head_tables = [&](int layer, int kv_head) -> const LlmLikeHeadTables& {
     return tables.heads[std::size_t(layer) * s.kv_heads + kv_head];
   };
-  for_each_row(w, first, s.q_heads, threads, [&](int l, int h, int i, std::size_t off) {
+  for_each_row(w, first, s.q_heads, kv, threads, [&](int l, int h, int i, std::size_t off) {
     llm_like_query_row(tables, head_tables(l, s.kv_head_of(h)), spec.seed, l, h, i,
                        w.q_data().data() + off);
   });
-  for_each_row(w, first, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
+  for_each_row(w, first, s.kv_heads, kv, threads, [&](int l, int h, int j, std::size_t off) {
     llm_like_key_row(tables, head_tables(l, h), spec.seed, l, h, j, w.k_data().data() + off);
   });
-  for_each_row(w, first, s.kv_heads, threads, [&](int l, int h, int j, std::size_t off) {
+  for_each_row(w, first, s.kv_heads, kv, threads, [&](int l, int h, int j, std::size_t off) {
     const double value_std = tables.layers[std::size_t(l)].value_std;
     const std::uint64_t id = stream_id(Stream::kValue, l, h);
     const std::uint64_t element = std::uint64_t(j) * s.head_dim;
@@ -245,20 +250,39 @@ Workload prepare_workload(const WorkloadSpec& spec) {
   return prepare_layers(spec, 0, spec.shape.layers);
 }
 
-Workload generate_layers(const WorkloadSpec& spec, int first, int count, int threads) {
+Workload generate_kv_heads(const WorkloadSpec& spec, int first, int count, const std::vector<int>& kv_heads,
+                           int threads) {
   validate_spec(spec);
   if (threads < 0) throw InputError("generator", "threads", "a count >= 0 (0: default)", std::to_string(threads));
   if (first < 0 || count < 1 || first > spec.shape.layers - count) {
     throw InputError("generator", "layers", "a range within the spec's " + std::to_string(spec.shape.layers) +
                      " layers", "first " + std::to_string(first) + ", count " + std::to_string(count));
   }
+  for (std::size_t i = 0; i < kv_heads.size(); ++i) {
+    if (kv_heads[i] < 0 || kv_heads[i] >= spec.shape.kv_heads || (i > 0 && kv_heads[i] <= kv_heads[i - 1])) {
+      throw InputError("generator", "KV heads", "ascending indices in [0, " + std::to_string(spec.shape.kv_heads) + ")",
+                       std::to_string(kv_heads[i]) + " at position " + std::to_string(i));
+    }
+  }
+  if (kv_heads.empty()) throw InputError("generator", "KV heads", "at least one", "none");
   Workload w = prepare_layers(spec, first, count);
+  if (int(kv_heads.size()) < spec.shape.kv_heads) {
+    std::string names;
+    for (int h : kv_heads) names += (names.empty() ? "" : ",") + std::to_string(h);
+    w.metadata["generated_kv_heads"] = names;
+  }
   if (spec.kind == GeneratorKind::kGaussian) {
-    generate_gaussian(spec, first, threads, w);
+    generate_gaussian(spec, first, kv_heads, threads, w);
   } else {
-    generate_llm_like(spec, first, threads, w);
+    generate_llm_like(spec, first, kv_heads, threads, w);
   }
   return w;
+}
+
+Workload generate_layers(const WorkloadSpec& spec, int first, int count, int threads) {
+  std::vector<int> all(static_cast<std::size_t>(std::max(0, spec.shape.kv_heads)));
+  for (std::size_t h = 0; h < all.size(); ++h) all[h] = int(h);
+  return generate_kv_heads(spec, first, count, all, threads);
 }
 
 Workload generate_workload(const WorkloadSpec& spec, int threads) {

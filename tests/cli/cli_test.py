@@ -1074,8 +1074,9 @@ class CliTest(unittest.TestCase):
             self.assertEqual([p for p in os.listdir(self.dir) if ".tmp." in p], [], args)
 
     def test_simulate_layer_and_head_sets_run_exactly_those_cells(self):
-        # A preset generates layers 0..15 and runs 12, 14, 15 of KV head 1; the whole 16-layer file
-        # gives the same numbers for those cells (a layer does not depend on the layers after it).
+        # A preset generates layers 0..15 of KV head 1 alone and runs 12, 14, 15; the whole 16-layer
+        # file gives the same numbers for those cells (a layer does not depend on the layers after
+        # it, nor a head on the other heads).
         common = ["--budget", "8", "--policies", "h2o,local", "--optimum", "oracle", "--no-plots", "--quiet"]
         js = self.path("sets.json")
         r = run("simulate", "--preset", "llama3-8b", "--tokens", "32", "--seed", "4", "--layers", "12,14-15",

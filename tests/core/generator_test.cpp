@@ -221,6 +221,42 @@ TEST(Generator, GenerateLayersIsTheRangeOfTheWholeWorkloadBitForBit) {
   }
 }
 
+TEST(Generator, GenerateKvHeadsIsThoseHeadsOfTheWholeWorkloadBitForBit) {
+  // 3 KV heads of 2 query heads each: the chosen KV heads' K, V and their query heads' Q are the
+  // whole workload's; every other head is zero.
+  WorkloadSpec spec = small_llm_spec(2, 6, 3, strong_sink());
+  spec.layer_params[1].content_logit_std = 0.7;
+  for (const GeneratorKind kind : {GeneratorKind::kLlmLike, GeneratorKind::kGaussian}) {
+    spec.kind = kind;
+    const Workload whole = generate_workload(spec, 2);
+    for (const std::vector<int>& chosen : {std::vector<int>{1}, {0, 2}, {0, 1, 2}}) {
+      SCOPED_TRACE(::testing::PrintToString(chosen));
+      const Workload part = generate_kv_heads(spec, 0, 2, chosen, 2);
+      const bool all = chosen.size() == 3;
+      EXPECT_EQ(part.metadata.count("generated_kv_heads"), all ? 0u : 1u);
+      if (!all) EXPECT_EQ(part.metadata.at("generated_kv_heads"), chosen.size() == 1 ? "1" : "0,2");
+      for (int l = 0; l < 2; ++l) {
+        for (int kv = 0; kv < 3; ++kv) {
+          const bool generated = std::find(chosen.begin(), chosen.end(), kv) != chosen.end();
+          const auto expect = [&](const auto& got, const auto& want, const char* tensor) {
+            if (generated) {
+              EXPECT_TRUE(got == want) << tensor << " layer " << l << " KV head " << kv;
+            } else {
+              EXPECT_EQ(got.cwiseAbs().maxCoeff(), 0.0f) << tensor << " layer " << l << " KV head " << kv;
+            }
+          };
+          expect(part.k(l, kv), whole.k(l, kv), "k");
+          expect(part.v(l, kv), whole.v(l, kv), "v");
+          for (int h = 2 * kv; h < 2 * kv + 2; ++h) expect(part.q(l, h), whole.q(l, h), "q");
+        }
+      }
+    }
+  }
+  for (const std::vector<int>& bad : {std::vector<int>{}, {3}, {-1}, {1, 1}, {2, 0}}) {
+    EXPECT_THROW((void)generate_kv_heads(spec, 0, 2, bad), InputError) << ::testing::PrintToString(bad);
+  }
+}
+
 TEST(Generator, SinkHeadFractionSetsTheShareOfHeadsThatAttendToTheSinks) {
   for (const auto& [fraction, low, high] : {std::tuple{0.0, 0.0, 0.0}, {1.0, 1.0, 1.0}, {0.5, 0.35, 0.65}}) {
     SCOPED_TRACE(fraction);

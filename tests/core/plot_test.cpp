@@ -66,6 +66,11 @@ TEST(Plot, DataTableHasOneRowPerXWithNanForMissingPoints) {
             "\"L0 H1\" 0.95 nan 0.5\n"
             "\"L1 H0\" 0.5 0.75 0.5\n");
   EXPECT_EQ(data_table(budget_curve()), "budget h2o OPT\n0.1 0.5 0.875\n0.2 0.75 nan\n0.4 1 1\n");
+  // A series given twice at one x shows its last point there; a non-finite x is no row.
+  Figure repeated = budget_curve();
+  repeated.series[1].x = {0.1, 0.4, 0.1, std::nan("")};
+  repeated.series[1].y = {0.875, 1, 0.9, 0.3};
+  EXPECT_EQ(data_table(repeated), "budget h2o OPT\n0.1 0.5 0.9\n0.2 0.75 nan\n0.4 1 1\n");
 }
 
 TEST(Plot, CategoricalAxesDrawUnjoinedMarkersAtNamedTics) {

@@ -159,12 +159,16 @@ using StepMass = std::function<Eigen::VectorXd(const std::vector<int>&)>;
 
 /// What a pricing pass reads: the simplex's potentials of D_0..D_n and of the R nodes (one per
 /// token), the certificate's y = −π_D / scale, and the restricted arcs (per token, sorted by step).
+/// `schedule`, when set, is the priced flow's schedule in the form the result reports
+/// (summary.last_step): should the round stop, its step mass is what solve_budget asks for next,
+/// and a pass that streams the gains may sum it on the way (streamed_flow.cpp).
 struct PricingInput {
   const std::vector<std::int64_t>& pot;
   const std::vector<std::int64_t>& pot_r;
   const std::vector<double>& y;
   const std::vector<std::vector<TokenArc>>& arcs;
   int keep = 1;
+  const std::vector<int>* schedule = nullptr;
 };
 
 /// Prices every implicit arc: one TokenPrice per token (lagrangian over every step e ∈ [j, n]).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "greedy/eviction/optimum/column_generation.hpp"
 
@@ -86,20 +87,60 @@ Start guessed_start(const StreamedGains& gains, int k) {
   return out;
 }
 
-/// One pricing pass (pass 2 of the file comment).
-std::vector<TokenPrice> price_pass(const StreamedGains& gains, const ArcCosts& costs, const PricingInput& in) {
+/// schedule_step_mass of one schedule (last_step form) summed over a pass of the tiles: each
+/// thread adds the entries of the tokens it visits to its own row sums, and mass() adds the
+/// diagonal and the threads' sums in a fixed order (the tiles are dealt to threads by a fixed rule,
+/// so the bits do not depend on the run).
+class StepMassSum {
+ public:
+  StepMassSum(const StreamedGains& gains, const std::vector<int>& last_step)
+      : gains_(gains), last_step_(last_step), partial_(gains.threads(), Eigen::VectorXd::Zero(gains.size())) {
+    (void)cache_sizes(last_step);  // throws std::invalid_argument unless t_j ∈ [j − 1, n − 1]
+  }
+  void token(int thread, int j, int first_row, int first, int last, const double* w) {
+    const int held_until = last_step_[j] + 1;  // token j is in G_i for i = j + 1 .. t_j + 1
+    Eigen::VectorXd& partial = partial_[thread];
+    for (int r = first; r < last && first_row + r <= held_until; ++r) partial[first_row + r] += w[r];
+  }
+  [[nodiscard]] Eigen::VectorXd mass() const {
+    const int n = gains_.size();
+    Eigen::VectorXd mass(n);
+    for (int i = 0; i < n; ++i) mass[i] = gains_.entry(i, i);
+    for (const Eigen::VectorXd& p : partial_) mass += p;
+    return mass;
+  }
+
+ private:
+  const StreamedGains& gains_;
+  const std::vector<int>& last_step_;
+  std::vector<Eigen::VectorXd> partial_;
+};
+
+/// The step mass a pricing pass summed for the schedule it priced (PricingInput::schedule).
+struct PassStepMass {
+  std::vector<int> last_step;
+  Eigen::VectorXd mass;
+};
+
+/// One pricing pass (pass 2 of the file comment); with in.schedule set it also sums that
+/// schedule's step mass into `summed` (pass 3 then needs no pass of its own when the round stops).
+std::vector<TokenPrice> price_pass(const StreamedGains& gains, const ArcCosts& costs, const PricingInput& in,
+                                   PassStepMass& summed) {
   const int n = gains.size();
   std::vector<TokenPrice> prices(n);
   std::vector<double> earned(n, 0.0), pot_d(n + 1);
   for (int j = 0; j < n; ++j) prices[j].lagrangian = in.y[j];  // e = j: never cached
   for (int e = 0; e <= n; ++e) pot_d[e] = double(in.pot[e]);
+  std::optional<StepMassSum> step_mass;
+  if (in.schedule != nullptr) step_mass.emplace(gains, *in.schedule);
   struct {
     const ArcCosts& costs;
     const PricingInput& in;
     const std::vector<double>& pot_d;
     std::vector<TokenPrice>& prices;
     std::vector<double>& earned;
-    void token(int, int j, int first_row, int first, int last, const double* w) const {
+    std::optional<StepMassSum>& step_mass;
+    void token(int thread, int j, int first_row, int first, int last, const double* w) const {
       TokenPrice& price = prices[j];
       const double shift = costs.shift[j], scale = costs.scale, half_plus_pot_r = 0.5 + double(in.pot_r[j]);
       double sum = earned[j], term = price.lagrangian;
@@ -113,31 +154,20 @@ std::vector<TokenPrice> price_pass(const StreamedGains& gains, const ArcCosts& c
       }
       earned[j] = sum;
       price.lagrangian = term;
+      if (step_mass) step_mass->token(thread, j, first_row, first, last, w);
     }
-  } visit{costs, in, pot_d, prices, earned};
+  } visit{costs, in, pot_d, prices, earned, step_mass};
   for_each_arc_step(gains, visit);
   for (int j = 0; j < n; ++j) prices[j].lagrangian = std::min(prices[j].lagrangian, in.y[n] - earned[j]);
+  if (step_mass) summed = PassStepMass{*in.schedule, step_mass->mass()};
   return prices;
 }
 
 /// schedule_step_mass on the streamed gains (pass 3 of the file comment).
 Eigen::VectorXd streamed_step_mass(const StreamedGains& gains, const std::vector<int>& last_step) {
-  const int n = gains.size();
-  (void)cache_sizes(last_step);  // throws std::invalid_argument unless t_j ∈ [j − 1, n − 1]
-  std::vector<Eigen::VectorXd> partial(gains.threads(), Eigen::VectorXd::Zero(n));
-  struct {
-    const std::vector<int>& last_step;
-    std::vector<Eigen::VectorXd>& partial;
-    void token(int thread, int j, int first_row, int first, int last, const double* w) const {
-      const int held_until = last_step[j] + 1;  // token j is in G_i for i = j + 1 .. t_j + 1
-      for (int r = first; r < last && first_row + r <= held_until; ++r) partial[thread][first_row + r] += w[r];
-    }
-  } visit{last_step, partial};
-  for_each_arc_step(gains, visit);
-  Eigen::VectorXd mass(n);
-  for (int i = 0; i < n; ++i) mass[i] = gains.entry(i, i);
-  for (const Eigen::VectorXd& p : partial) mass += p;
-  return mass;
+  StepMassSum sum(gains, last_step);
+  for_each_arc_step(gains, sum);
+  return sum.mass();
 }
 
 }  // namespace
@@ -151,8 +181,9 @@ std::vector<ImplicitFlowResult> streamed_flow_optima(const StreamedGains& gains,
   std::size_t solved = 0;
   for (std::size_t b = 0; b < budgets.size(); ++b) {
     const int k = std::min(budgets[b], n);
+    PassStepMass summed;  // the last pricing pass's, reused when the result asks for that schedule's
     const StepMass step_mass = [&](const std::vector<int>& last_step) {
-      return streamed_step_mass(gains, last_step);
+      return last_step == summed.last_step ? summed.mass : streamed_step_mass(gains, last_step);
     };
     if (k == 0) {  // no entry of g heads' summed attention exceeds g
       out[b] = nothing_cached(n, budgets[b], gains.diagonal_sum(), double(gains.group_size()),
@@ -160,7 +191,7 @@ std::vector<ImplicitFlowResult> streamed_flow_optima(const StreamedGains& gains,
     } else {
       Start start = guessed_start(gains, k);
       IncrementalNetworkSimplex simplex = restricted_simplex(n, k, start.costs, start.arcs);
-      const PriceAll price_all = [&](const PricingInput& in) { return price_pass(gains, start.costs, in); };
+      const PriceAll price_all = [&](const PricingInput& in) { return price_pass(gains, start.costs, in, summed); };
       out[b] = solve_budget(n, gains.diagonal_sum(), budgets[b], start.costs, simplex, start.arcs, options,
                             price_all, step_mass);
     }

@@ -15,7 +15,9 @@
 ///   2. one pricing pass per round: every arc's reduced cost in integers and the certificate's
 ///      per-token term, tile by tile (a double bound skips the integer test where it cannot be
 ///      negative);
-///   3. with ImplicitFlowOptions::step_mass, one pass for the schedule's step masses.
+///   3. with ImplicitFlowOptions::step_mass, the schedule's step masses: each pricing pass sums
+///      them for the schedule it prices (PricingInput::schedule), so the round that stops has
+///      them and no pass of their own is made (the same sums in the same order as such a pass).
 /// Each C_j(e) is the running sum down column j in ascending rows on one thread, the one order
 /// every pass uses, so the earnings of an arc added in one round are exactly those any later
 /// round prices.

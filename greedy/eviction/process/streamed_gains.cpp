@@ -45,6 +45,7 @@ StreamedGains::StreamedGains(const HeadGroup& group, const std::vector<ExactRows
 }
 
 void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)>& visit) const {
+  ++passes_;
   constexpr int kEntries = GainTile::kRows * GainTile::kKeys;
   const int key_chunks = (n_ + GainTile::kKeys - 1) / GainTile::kKeys;
   std::exception_ptr failure;

@@ -10,6 +10,7 @@
 /// group's heads in head order. They equal triangular_gain_matrix<double>(group)'s within the
 /// tolerance of the two attention paths (core/causal_weight_tiles.hpp), not bit for bit.
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -60,6 +61,9 @@ class StreamedGains {
   /// per-token state needs no locking and sums down a column are formed in one fixed order. A
   /// std::exception thrown by visit ends the pass and is rethrown. O(g n² d).
   void for_each_tile(const std::function<void(int, const GainTile&)>& visit) const;
+  /// The passes for_each_tile has started (what a solver's time is made of; for tests and
+  /// benchmarks). Not synchronized: passes over one object run one at a time.
+  [[nodiscard]] std::size_t passes() const { return passes_; }
 
   /// W_ij (0 for j > i) by g dot products, equal to the tiles' entry within the paths'
   /// tolerance (for estimates that read a few entries). Precondition 0 ≤ i, j < n.
@@ -77,6 +81,7 @@ class StreamedGains {
   int n_ = 0;
   int threads_ = 1;
   double diagonal_sum_ = 0.0;
+  mutable std::size_t passes_ = 0;
 };
 
 }  // namespace subevict::greedy

@@ -136,6 +136,35 @@ TEST(StreamedFlow, EqualsTheStoredTriangleSolver) {
   }
 }
 
+TEST(StreamedFlow, TheStepMassComesWithTheLastPricingPass) {
+  // One pass for the starting arcs and one pricing pass per round, whether or not the step masses
+  // are asked for (in either schedule form): the round that stops summed them already.
+  const Workload w = workload("tiny", 7);
+  const HeadGroup group = head_group(w, 0, 0);
+  const auto stored = triangular_gain_matrix<double>(group);
+  for (const bool step_mass : {true, false}) {
+    for (const bool process_form : {true, false}) {
+      SCOPED_TRACE(std::string("step_mass ") + (step_mass ? "on" : "off") + ", process_form " +
+                   (process_form ? "on" : "off"));
+      const StreamedGains streamed(group, 2);
+      ImplicitFlowOptions options;
+      options.step_mass = step_mass;
+      options.process_form = process_form;
+      int rounds = 0;
+      options.on_round = [&](const ImplicitFlowRound&) { ++rounds; };
+      const std::size_t before = streamed.passes();
+      const ImplicitFlowResult got = streamed_flow_optimum(streamed, 30, options);
+      ASSERT_EQ(got.summary.status, ScheduleStatus::kOptimal);
+      EXPECT_GE(rounds, 1);
+      EXPECT_EQ(streamed.passes() - before, std::size_t(1 + rounds));
+      if (step_mass) {
+        const Eigen::VectorXd mass = schedule_step_mass(stored, got.summary.last_step);
+        EXPECT_LE((got.summary.step_mass - mass).cwiseAbs().maxCoeff(), entry_tolerance(group) * kTokens);
+      }
+    }
+  }
+}
+
 TEST(StreamedFlow, ThreadsDoNotChangeTheResultAndPathsAgree) {
   const Workload w = workload("tiny", 5);
   const HeadGroup group = head_group(w, 0, 0);
