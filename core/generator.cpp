@@ -9,6 +9,7 @@
 
 #include "core/counter_rng.hpp"
 #include "core/generator_profile.hpp"
+#include "core/index_set.hpp"
 #include "core/input_error.hpp"
 #include "core/llm_like_model.hpp"
 #include "core/number_text.hpp"
@@ -266,11 +267,7 @@ Workload generate_kv_heads(const WorkloadSpec& spec, int first, int count, const
   }
   if (kv_heads.empty()) throw InputError("generator", "KV heads", "at least one", "none");
   Workload w = prepare_layers(spec, first, count);
-  if (int(kv_heads.size()) < spec.shape.kv_heads) {
-    std::string names;
-    for (int h : kv_heads) names += (names.empty() ? "" : ",") + std::to_string(h);
-    w.metadata["generated_kv_heads"] = names;
-  }
+  if (int(kv_heads.size()) < spec.shape.kv_heads) w.metadata["generated_kv_heads"] = format_index_set(kv_heads);
   if (spec.kind == GeneratorKind::kGaussian) {
     generate_gaussian(spec, first, kv_heads, threads, w);
   } else {

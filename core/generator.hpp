@@ -228,7 +228,8 @@ Workload generate_layers(const WorkloadSpec& spec, int first, int count, int thr
 
 /// generate_layers(spec, first, count, threads) with only the KV heads `kv_heads` generated: their
 /// K and V rows and their query heads' Q rows, bit for bit; every other row stays 0, and when some
-/// KV head is left out the metadata's "generated_kv_heads" lists the generated ones ("0,2").
+/// KV head is left out the metadata's "generated_kv_heads" lists the generated ones in the
+/// index-set syntax (format_index_set: "0,2", "0-3").
 /// For runs that read a few heads of a long context (simulate --heads 0 on llama2-7b generates 1
 /// of 32). Throws as generate_layers, and InputError unless kv_heads is non-empty, ascending and
 /// within [0, kv_heads). Cost O(count * |kv_heads| * (g + 2) * tokens * head_dim).

@@ -234,7 +234,9 @@ TEST(Generator, GenerateKvHeadsIsThoseHeadsOfTheWholeWorkloadBitForBit) {
       const Workload part = generate_kv_heads(spec, 0, 2, chosen, 2);
       const bool all = chosen.size() == 3;
       EXPECT_EQ(part.metadata.count("generated_kv_heads"), all ? 0u : 1u);
-      if (!all) EXPECT_EQ(part.metadata.at("generated_kv_heads"), chosen.size() == 1 ? "1" : "0,2");
+      if (!all) {
+        EXPECT_EQ(part.metadata.at("generated_kv_heads"), chosen.size() == 1 ? "1" : "0,2");
+      }
       for (int l = 0; l < 2; ++l) {
         for (int kv = 0; kv < 3; ++kv) {
           const bool generated = std::find(chosen.begin(), chosen.end(), kv) != chosen.end();

@@ -191,11 +191,9 @@ ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCos
 
     // Price every implicit arc and evaluate the certificate in the same pass; the schedule goes
     // with it, in the form the result reports, for a pass that can sum its step mass on the way.
-    const std::vector<int> schedule =
-        options.step_mass && options.process_form ? to_process_schedule(last_step, k) : std::vector<int>{};
-    const std::vector<TokenPrice> prices =
-        price_all(PricingInput{pot, pot_r, y, arcs, options.arcs_per_token,
-                               options.step_mass ? (options.process_form ? &schedule : &last_step) : nullptr});
+    std::vector<int> reported = options.process_form ? to_process_schedule(last_step, k) : last_step;
+    const std::vector<TokenPrice> prices = price_all(
+        PricingInput{pot, pot_r, y, arcs, options.arcs_per_token, options.step_mass ? &reported : nullptr});
     double token_terms = 0.0;
     std::size_t added = 0;
     for (int r = 0; r < tokens; ++r) {
@@ -233,7 +231,7 @@ ImplicitFlowResult solve_budget(int n, double diagonal, int budget, const ArcCos
                         : late      ? "stopped at the time limit"
                                     : "stopped at the round limit";
     }
-    summary.last_step = !options.process_form ? last_step : !schedule.empty() ? schedule : to_process_schedule(last_step, k);
+    summary.last_step = std::move(reported);
     if (options.step_mass) {
       summary.step_mass = step_mass(summary.last_step);
       summary.value = summary.step_mass.sum();
