@@ -19,6 +19,12 @@ namespace subevict {
 inline constexpr double kLlmMaxMagnitude = 1e6;
 /// Smallest temperature, norm_spread and nonzero score_scale of the LLM-like generator.
 inline constexpr double kLlmMinMagnitude = 1e-6;
+/// How much of LlmLikeParams::salient_low_norm a token type of salience cos phi_t gets: 0 below
+/// 1/4 (a type logit under a quarter of its cap; 78% of the types), rising linearly to 1 at 1/2
+/// and above (5% of the types), so the most salient types' keys are the lowest.
+constexpr double salience_ramp(double cos_phi) {
+  return cos_phi <= 0.25 ? 0.0 : cos_phi >= 0.5 ? 1.0 : (cos_phi - 0.25) / 0.25;
+}
 /// Most heavy-hitter token types of the LLM-like generator: 2^18 covers every tokenizer's
 /// vocabulary, and the per-type tables (token_types x head_dim doubles per head) stay below a GiB.
 inline constexpr int kLlmMaxTokenTypes = 1 << 18;
@@ -32,7 +38,8 @@ inline constexpr int kLlmMaxTokenTypes = 1 << 18;
 /// z, z' i.i.d. standard normal (content), R_j the RoPE rotation of position j applied to the
 /// recency vector w, t = type(j) drawn Zipf(zipf_alpha) over `token_types` types (shared by all
 /// layers and heads: types are token identities), cos phi_t = min(1, E_t / 6) with E_t ~ Exp(1)
-/// per (head, type), m_j = norm_spread U_j with U_j ~ U(0, 1) per (head, token). The structure
+/// per (head, type), m_j = norm_spread U_j with U_j ~ U(0, 1) per (head, token) (a key's sigma z_j
+/// and m_j times 1 - salient_low_norm · salience_ramp(cos phi_t)). The structure
 /// directions u, c, p, p' live in the last three rotary pairs (the lowest frequencies, which real
 /// models use as position-insensitive channels) and are left unrotated; w lives in the other pairs.
 /// Resulting logit contributions: content ~ N(0, content_logit_std^2); recency
@@ -88,6 +95,14 @@ struct LlmLikeParams {
   /// cos((i-j) theta_p), shares proportional to those). 0 (the default): no cut, the recency
   /// reaches as far as the longest wavelength.
   double recency_reach = 0.0;
+  /// In [0, 1]: the keys of heavy-hitter token types get their content and their key-norm
+  /// component (sigma z_j and m_j) scaled by 1 - salient_low_norm · salience_ramp(cos phi_t) (the
+  /// most salient types fully, none below a quarter of the cap), so they sit at the lowest key norms, as real
+  /// models' heavy hitters do in layers without a sink (SmolLM2-135M: the lowest-norm tenth of the
+  /// keys receives 0.60-0.71 of the attention), while the other keys keep their drawn, unordered
+  /// norms. Their logits change too: up to norm_logit_range more from the norm term, a narrower
+  /// content spread. 0 (the default): every key as the model above.
+  double salient_low_norm = 0.0;
   /// 1: the layer's per-head structure (which heads are sink heads, the directions u, c, p, p',
   /// the recency vector w, the type saliences cos phi_t) is drawn with seed 0 whatever the
   /// workload's seed, like a model's weights; only the token-level draws (content, token types,
@@ -113,7 +128,7 @@ struct LlmLikeParams {
   /// content_logit_std, sink_logit, heavy_logit, recency_logit and value_std in
   /// [0, kLlmMaxMagnitude]; norm_logit_range in [-kLlmMaxMagnitude, kLlmMaxMagnitude]; sinks >= 0;
   /// sink_head_fraction in [0, 1]; sink_heads >= -1; low_norm_sinks, exact_sinks, exact_recency
-  /// and fixed_structure 0 or 1; recency_reach 0 or in [1, kLlmMaxMagnitude];
+  /// and fixed_structure 0 or 1; recency_reach 0 or in [1, kLlmMaxMagnitude]; salient_low_norm in [0, 1];
   /// token_types in [1, kLlmMaxTokenTypes];
   /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
   /// temperature >= kLlmMinMagnitude; window >= 0.
@@ -144,7 +159,7 @@ void for_each_llm_field(Params& params, Visit visit) {
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
 /// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure,
-/// exact_sinks and recency_reach. The one list the command line, the workload metadata and
+/// exact_sinks, recency_reach and salient_low_norm. The one list the command line, the workload metadata and
 /// profile files (core/generator_profile.hpp) are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
@@ -157,6 +172,8 @@ void for_each_llm_param(Params& params, Visit visit) {
   visit("fixed_structure", params.fixed_structure, "1: per-head structure drawn with seed 0 (a model's weights); tokens follow the seed");
   visit("exact_sinks", params.exact_sinks, "1: a sink key is its sink direction alone (the sink logit under every seed)");
   visit("recency_reach", params.recency_reach, "Keys beyond which the recency falls off (0: no cut)");
+  visit("salient_low_norm", params.salient_low_norm,
+        "In [0, 1]: how far heavy-hitter keys' norm component is lowered (1: the lowest norms)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

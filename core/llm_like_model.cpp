@@ -165,10 +165,13 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
       }
       cut_recency(spec.layer_llm(l).recency_reach, spec.layer_llm(l).rope_base, s.head_dim, ht.w);
       ht.cos_phi.resize(prm.token_types);
+      ht.key_scale.resize(prm.token_types);
       const std::uint64_t sal_stream = stream_id(Stream::kTypeSalience, l, h);
+      const double lowered = spec.layer_llm(l).salient_low_norm;
       for (int type = 0; type < prm.token_types; ++type) {
         const double exp1 = -std::log(uniform(structure_seed, sal_stream, type));
         ht.cos_phi[type] = std::min(1.0, exp1 / 6.0);
+        ht.key_scale[type] = 1.0 - lowered * salience_ramp(ht.cos_phi[type]);
       }
     }
   }
@@ -177,9 +180,10 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
 
 namespace {
 
-/// Content plus rotated recency for dims [0, 2*pairs), written as doubles into row[].
+/// Content (of scale `sigma`) plus rotated recency for dims [0, 2*pairs), written as doubles into
+/// row[].
 void rotated_part(const LlmLikeTables& t, const LlmLikeLayerTables& c, const LlmLikeHeadTables& head,
-                  std::uint64_t seed, std::uint64_t content_stream, int pos, double* row) {
+                  std::uint64_t seed, std::uint64_t content_stream, int pos, double sigma, double* row) {
   const int pairs = rotated_pairs(t.head_dim);
   const std::uint64_t first_pair = std::uint64_t(pos) * std::uint64_t(t.head_dim / 2);
   const std::size_t angles = (std::size_t(c.rope_table) * std::size_t(t.tokens) + std::size_t(pos)) * pairs;
@@ -189,14 +193,14 @@ void rotated_part(const LlmLikeTables& t, const LlmLikeLayerTables& c, const Llm
     const double cs = t.rope_cos[angles + p];
     const double sn = t.rope_sin[angles + p];
     const double w0 = head.w[2 * p], w1 = head.w[2 * p + 1];
-    row[2 * p] = c.sigma * z0 + c.rho * (w0 * cs - w1 * sn);
-    row[2 * p + 1] = c.sigma * z1 + c.rho * (w0 * sn + w1 * cs);
+    row[2 * p] = sigma * z0 + c.rho * (w0 * cs - w1 * sn);
+    row[2 * p + 1] = sigma * z1 + c.rho * (w0 * sn + w1 * cs);
   }
   for (int p = pairs; p < t.head_dim / 2; ++p) {
     double z0, z1;
     normal_pair(seed, content_stream, first_pair + p, &z0, &z1);
-    row[2 * p] = c.sigma * z0;
-    row[2 * p + 1] = c.sigma * z1;
+    row[2 * p] = sigma * z0;
+    row[2 * p + 1] = sigma * z1;
   }
 }
 
@@ -211,7 +215,11 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
     for (int x = 0; x < t.head_dim; ++x) out[x] = float(x < base ? 0.0 : c.sink_amp * head.u[x - base]);
     return;
   }
-  rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, row);
+  // The key's type scales its content and its norm component alike (salient_low_norm).
+  const double cos_phi = head.cos_phi[t.token_type[j]];
+  const double scale = head.key_scale[t.token_type[j]];
+  const double sigma = c.sigma * scale;
+  rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, sigma, row);
   const int first = t.head_dim - kStructureDims;
   if (c.bare_sinks != 0) {
     // No content along the sink direction u: the query's large sink amplitude a_q reads only the
@@ -221,9 +229,9 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
     for (int x = 0; x < kStructureDims; ++x) row[first + x] = row[first + x] - along * head.u[x];
   }
   const double sink = j < c.sinks ? c.sink_amp : 0.0;
-  const double cos_phi = head.cos_phi[t.token_type[j]];
   const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
-  const double m = c.norm_spread * uniform(seed, stream_id(Stream::kKeyNormBias, layer, kv_head), j);
+  const double drawn = c.norm_spread * uniform(seed, stream_id(Stream::kKeyNormBias, layer, kv_head), j);
+  const double m = drawn * scale;
   const int base = t.head_dim - kStructureDims;
   for (int x = 0; x < kStructureDims; ++x) {
     row[base + x] += sink * head.u[x] + c.beta * (cos_phi * head.p[x] + sin_phi * head.p_perp[x]) +
@@ -236,7 +244,7 @@ void llm_like_query_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, s
                         int layer, int q_head, int i, float* out) {
   double row[1024];
   const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
-  rotated_part(t, c, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, row);
+  rotated_part(t, c, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, c.sigma, row);
   const double sink = t.sink_head[std::size_t(layer) * t.q_heads + q_head] ? c.sink_amp_q : 0.0;
   const int base = t.head_dim - kStructureDims;
   for (int x = 0; x < kStructureDims; ++x) {

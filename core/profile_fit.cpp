@@ -18,8 +18,8 @@
 namespace subevict {
 namespace {
 
-constexpr int kKnobs = 6;  // one parameter per fitted statistic, in fit_statistics() order
-constexpr int kSinkKnob = 1, kRecencyKnob = 3, kReachKnob = 5;
+constexpr int kKnobs = 7;  // one parameter per fitted statistic, in fit_statistics() order
+constexpr int kSinkKnob = 1, kRecencyKnob = 3, kReachKnob = 5, kLowNormKnob = 6;
 
 /// How each parameter moves its own statistic: the slope (statistic units per parameter unit, with
 /// its sign) that starts the Jacobian's diagonal, the largest step, and the bounds; a log2 knob is
@@ -38,6 +38,7 @@ const std::array<Knob, kKnobs>& knobs() {
       {&LlmLikeParams::recency_logit, 0.04, 4.0, 0.0, 30.0},
       {&LlmLikeParams::norm_logit_range, -0.08, 3.0, -12.0, 12.0},
       {&LlmLikeParams::recency_reach, 0.05, 2.0, 3.0, 16.0, true},  // log2: 8 to 65536 keys
+      {&LlmLikeParams::salient_low_norm, 0.4, 0.5, 0.0, 1.0},
   }};
   return all;
 }
@@ -184,7 +185,11 @@ LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vecto
                    const Shape& real_shape, double score_scale, const FitOptions& options, bool low_norm_first_key,
                    const std::vector<FitStatistic>& statistics) {
   const LayerStatistics& target = targets.front();
-  const bool wide = statistics.size() > std::size_t(kReachKnob);
+  auto fits = [&](int k) {
+    return std::any_of(statistics.begin(), statistics.end(),
+                       [&](const FitStatistic& s) { return s.member == fit_statistics()[std::size_t(k)].member; });
+  };
+  const bool wide = fits(kReachKnob);
   const int count = int(lengths.size());
   WorkloadSpec spec;
   spec.shape = real_shape;
@@ -193,12 +198,13 @@ LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vecto
   spec.seed = options.seed;
   spec.score_scale = score_scale;
   const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key, wide);
-  // The free knobs: not the sink of a sink-free layer, not the reach where the wide statistic is
-  // not fitted, none pinned by its bounds.
+  // The free knobs: not the sink of a sink-free layer, not the reach or the salient keys' norm
+  // where their statistic is not fitted, none pinned by its bounds.
   std::vector<int> active;
   for (int k = 0; k < kKnobs; ++k) {
     const auto [lower, upper] = knob_bounds(k, target);
-    if ((k != kSinkKnob || start.sink_heads > 0) && (k != kReachKnob || wide) && lower < upper) active.push_back(k);
+    const bool optional = k == kReachKnob || k == kLowNormKnob;
+    if ((k != kSinkKnob || start.sink_heads > 0) && (!optional || fits(k)) && lower < upper) active.push_back(k);
   }
   std::vector<int> rows;  // the residual rows solved for: each length's rows of the free knobs' statistics
   for (int i = 0; i < count; ++i) {
@@ -329,14 +335,17 @@ const std::vector<FitStatistic>& fit_statistics() {
       {"recent_mass", &HeadStatistics::recent_mass, 0.08},
       {"norm_attention_spearman", &HeadStatistics::norm_attention_spearman, 0.15},
       {"wide_recent_mass", &HeadStatistics::wide_recent_mass, 0.05},
+      {"low_norm_share", &HeadStatistics::low_norm_share, 0.08},
   };
   return all;
 }
 
-std::vector<FitStatistic> fitted_statistics(int tokens, const InspectOptions& inspect) {
+std::vector<FitStatistic> fitted_statistics(int tokens, const InspectOptions& inspect, bool low_norm) {
   const auto& all = fit_statistics();
-  const bool wide = tokens >= 2 * inspect.wide_recent_window;
-  return {all.begin(), all.begin() + (wide ? kKnobs : kReachKnob)};
+  std::vector<FitStatistic> fitted(all.begin(), all.begin() + kReachKnob);
+  if (tokens >= 2 * inspect.wide_recent_window) fitted.push_back(all[kReachKnob]);
+  if (low_norm) fitted.push_back(all[kLowNormKnob]);
+  return fitted;
 }
 
 double fit_error(const LayerStatistics& a, const LayerStatistics& b, const std::vector<FitStatistic>& statistics) {
@@ -393,7 +402,7 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
                                            inspect.sink_head_threshold));
     shortest = std::min({shortest, twin_tokens, real_tokens});
   }
-  fit.statistics = fitted_statistics(options.wide_recent ? shortest : 0, inspect);
+  fit.statistics = fitted_statistics(options.wide_recent ? shortest : 0, inspect, options.low_norm);
   Shape twin_shape = s;
   twin_shape.tokens = tokens;
   fit.layers.resize(targets.front().size());

@@ -20,6 +20,8 @@
 ///   wide_recent_mass         <- recency_reach (searched as log2), with FitOptions::wide_recent
 ///                               where every fitted length holds the whole wide window
 ///                               (fitted_statistics()); else no reach
+///   low_norm_share           <- salient_low_norm (heavy-hitter keys at low norms), with
+///                               FitOptions::low_norm; else 0
 /// by Broyden's method (a secant Jacobian of all of them, measured afresh by finite differences when
 /// the search stalls) on generated copies of the layer, generated with the
 /// layer's own random streams, so the twin's layer l is the workload the fit measured (with
@@ -48,13 +50,14 @@ struct FitStatistic {
 /// Every statistic the fit can match, in the order fit results list them: sparsity (0.03),
 /// first_token_mass (0.08), received_top_share (0.08), recent_mass (0.08, over
 /// FitOptions::inspect.recent_window keys), norm_attention_spearman (0.15), wide_recent_mass (0.05,
-/// over inspect.wide_recent_window keys).
+/// over inspect.wide_recent_window keys), low_norm_share (0.08, over inspect.top_fraction).
 const std::vector<FitStatistic>& fit_statistics();
 
-/// The statistics a fit at `tokens` tokens matches: the first five of fit_statistics(), and
+/// The statistics a fit at `tokens` tokens matches, in fit_statistics() order: the first five,
 /// wide_recent_mass too where tokens >= 2 · inspect.wide_recent_window (the statistic's whole
-/// window, not the tokens / 2 it falls back to in shorter workloads).
-std::vector<FitStatistic> fitted_statistics(int tokens, const InspectOptions& inspect);
+/// window, not the tokens / 2 it falls back to in shorter workloads), and low_norm_share where
+/// `low_norm`.
+std::vector<FitStatistic> fitted_statistics(int tokens, const InspectOptions& inspect, bool low_norm = false);
 
 /// Settings of fit_profile.
 struct FitOptions {
@@ -83,6 +86,10 @@ struct FitOptions {
   /// the fit's seed and length but fewer layers at other seeds and lengths
   /// (bench/results/twin_fit.md). false: the five statistics and no reach.
   bool wide_recent = false;
+  /// Also fit low_norm_share (the attention on the lowest-norm tenth of the keys) with
+  /// salient_low_norm, which moves the heavy-hitter types' keys to low norms; the l2norm policy's
+  /// results depend on it. false: salient_low_norm stays 0.
+  bool low_norm = false;
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.
   InspectOptions inspect = [] {
@@ -113,7 +120,7 @@ struct LayerFit {
 /// The whole fit: the profile to write and each layer's numbers.
 struct ProfileFit {
   /// The statistics fitted: fitted_statistics() at the shortest fitted length (twin or real), the
-  /// five only without FitOptions::wide_recent.
+  /// five only without FitOptions::wide_recent and FitOptions::low_norm.
   std::vector<FitStatistic> statistics;
   /// The twin's lengths fitted (tokens): the fitted length, then FitOptions::shorter_lengths' kept.
   std::vector<int> lengths;

@@ -31,6 +31,7 @@ detail::GeneratorTables flatten(const WorkloadSpec& spec) {
     for (const double* dir : {h.u, h.c, h.p, h.p_perp}) out.dirs.insert(out.dirs.end(), dir, dir + kStructureDims);
     out.w.insert(out.w.end(), h.w.begin(), h.w.end());
     out.cos_phi.insert(out.cos_phi.end(), h.cos_phi.begin(), h.cos_phi.end());
+    out.key_scale.insert(out.key_scale.end(), h.key_scale.begin(), h.key_scale.end());
   }
   return out;
 }

@@ -131,11 +131,12 @@ void generate(const GeneratorTables& tables, std::vector<float>& q, std::vector<
   thrust::device_vector<std::int32_t> token_type = to_device(tables.token_type);
   thrust::device_vector<double> rope_cos = to_device(tables.rope_cos), rope_sin = to_device(tables.rope_sin),
                                 dirs = to_device(tables.dirs), w = to_device(tables.w),
-                                cos_phi = to_device(tables.cos_phi);
+                                cos_phi = to_device(tables.cos_phi), key_scale = to_device(tables.key_scale);
   const Dims& s = tables.shape;
   const GeneratorView view{tables.llm_like, tables.seed, s.q_heads, s.kv_heads, s.tokens, s.head_dim,
                            tables.pairs, tables.token_types, raw(layers), raw(sink_head), raw(token_type),
-                           raw(rope_cos), raw(rope_sin), raw(dirs), raw(w), raw(cos_phi)};
+                           raw(rope_cos), raw(rope_sin), raw(dirs), raw(w), raw(cos_phi),
+                           raw(key_scale)};
   auto fill = [&view](std::vector<float>& out, std::size_t count, Tensor tensor) {
     thrust::device_vector<float> device(count);
     thrust::transform(thrust::counting_iterator<std::uint64_t>(0), thrust::counting_iterator<std::uint64_t>(count),

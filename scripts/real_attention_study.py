@@ -16,8 +16,9 @@ Steps (each cached in OUT/ and skipped when its output exists, so a rerun resume
 
 Usage (from the repository root, after scripts/build):
     /usr/bin/python3 scripts/real_attention_study.py [--model smollm2|gemma3] [--out DIR]
-        [--tokens 2048] [--threads 2] [--seed 0]
-(--out defaults to build/study for SmolLM2 and build/study-gemma3 for Gemma 3.)
+        [--tokens 2048] [--threads 2] [--seed 0] [--fit-arg=ARG ...]
+(--out defaults to build/study for SmolLM2 and build/study-gemma3 for Gemma 3; a twin fitted with
+another --fit-arg, e.g. --fit-arg=--low-norm, wants its own --out, since the twin is cached.)
 Progress of the long steps comes from subevict on stderr.
 """
 
@@ -71,7 +72,7 @@ def export(gguf, text, tokens, path):
         "--gguf", gguf, "--text-file", text, "--tokens", str(tokens), "-o", path))
 
 
-def workloads(out, model, tokens, seed):
+def workloads(out, model, tokens, seed, fit_args=()):
     """Paths of the real, held-out, twin (and, for SmolLM2, preset) workloads and of the twin's
     profile."""
     name, setup_args, with_preset = MODELS[model]
@@ -85,7 +86,7 @@ def workloads(out, model, tokens, seed):
     held_out = export(gguf, HELD_OUT_TEXT, tokens, os.path.join(out, "held_out.safetensors"))
     profile = cached(os.path.join(out, "twin.toml"), lambda: run(
         SUBEVICT, "workload", "fit", real, "-o", os.path.join(out, "twin.toml"), "--seed", str(seed),
-        "--json", os.path.join(out, "fit.json"), "--name", f"{name} twin (GPL-3 text)"))
+        "--json", os.path.join(out, "fit.json"), "--name", f"{name} twin (GPL-3 text)", *fit_args))
     twin = cached(os.path.join(out, "twin.safetensors"), lambda: run(
         SUBEVICT, "workload", "generate", "--profile", profile, "--tokens", str(tokens), "--seed",
         str(seed), "-o", os.path.join(out, "twin.safetensors")))
@@ -296,13 +297,15 @@ def main():
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fit-arg", action="append", default=[], metavar="ARG",
+                        help="one more argument for workload fit (repeatable), e.g. --fit-arg=--low-norm")
     parser.add_argument("--twin-budgets", default=",".join(BUDGETS),
                         help="budgets simulated on the twin (the acceptance needs 0.1,0.2)")
     args = parser.parse_args()
     twin_budgets = tuple(f"{float(b):g}" for b in args.twin_budgets.split(","))
     args.out = args.out or os.path.join(ROOT, "build", "study" if args.model == "smollm2" else f"study-{args.model}")
     os.makedirs(args.out, exist_ok=True)
-    paths, _ = workloads(args.out, args.model, args.tokens, args.seed)
+    paths, _ = workloads(args.out, args.model, args.tokens, args.seed, args.fit_arg)
     stats = {name: inspect(args.out, name, path) for name, path in paths.items()}
     ratios = {"real": simulate(args.out, "real", paths["real"], args.threads, args.seed, BUDGETS),
               "twin": simulate(args.out, "twin", paths["twin"], args.threads, args.seed, twin_budgets)}

@@ -55,6 +55,7 @@ struct GeneratorTables {
   std::vector<double> dirs;                 ///< [layer][kv_head][u, c, p, p_perp][6]
   std::vector<double> w;                    ///< [layer][kv_head][2 * pairs]
   std::vector<double> cos_phi;              ///< [layer][kv_head][token_types]
+  std::vector<double> key_scale;            ///< [layer][kv_head][token_types]
 };
 
 /// The tables as raw pointers (host or device memory), passed by value into functors/kernels.
@@ -65,7 +66,7 @@ struct GeneratorView {
   const LayerCoefficients* layers;
   const std::uint8_t* sink_head;
   const std::int32_t* token_type;
-  const double *rope_cos, *rope_sin, *dirs, *w, *cos_phi;
+  const double *rope_cos, *rope_sin, *dirs, *w, *cos_phi, *key_scale;
 };
 
 /// Element (layer, head, token, x) of a tensor with `heads` heads from its flat index e.
@@ -79,20 +80,20 @@ SUBEVICT_HD inline ElementIndex element_index(std::uint64_t e, int heads, int to
           int(e % std::uint64_t(head_dim))};
 }
 
-/// The content-plus-recency part of dim x of the row at `pos` (core's rotated_part, one entry):
-/// the same IEEE operations in the same order.
+/// The content-plus-recency part of dim x of the row at `pos`, content of scale `sigma` (core's
+/// rotated_part, one entry): the same IEEE operations in the same order.
 SUBEVICT_HD inline double rotated_entry(const GeneratorView& t, const LayerCoefficients& c, std::uint64_t stream,
-                                        int kv_index, int pos, int x) {
+                                        int kv_index, int pos, int x, double sigma) {
   double z0, z1;
   normal_pair(t.seed, stream, std::uint64_t(pos) * std::uint64_t(t.head_dim / 2) + std::uint64_t(x / 2), &z0, &z1);
   const int p = x / 2;
-  if (p >= t.pairs) return c.sigma * (x % 2 == 0 ? z0 : z1);
+  if (p >= t.pairs) return sigma * (x % 2 == 0 ? z0 : z1);
   const std::size_t angle = (std::size_t(c.rope_table) * std::size_t(t.tokens) + std::size_t(pos)) * t.pairs + p;
   const double cs = t.rope_cos[angle];
   const double sn = t.rope_sin[angle];
   const double* w = t.w + std::size_t(kv_index) * 2 * t.pairs;
   const double w0 = w[2 * p], w1 = w[2 * p + 1];
-  return x % 2 == 0 ? c.sigma * z0 + c.rho * (w0 * cs - w1 * sn) : c.sigma * z1 + c.rho * (w0 * sn + w1 * cs);
+  return x % 2 == 0 ? sigma * z0 + c.rho * (w0 * cs - w1 * sn) : sigma * z1 + c.rho * (w0 * sn + w1 * cs);
 }
 
 /// Element e of Q (core's generate_gaussian / llm_like_query_row, one entry).
@@ -102,7 +103,7 @@ SUBEVICT_HD inline float query_element(const GeneratorView& t, std::uint64_t e) 
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head / (t.q_heads / t.kv_heads);
   const LayerCoefficients& c = t.layers[at.layer];
-  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x);
+  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x, c.sigma);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
@@ -123,23 +124,28 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
     const int xs = at.x - (t.head_dim - kStructure);
     return float(xs < 0 ? 0.0 : c.sink_amp * t.dirs[std::size_t(kv_index) * 4 * kStructure + xs]);
   }
-  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x);
+  // The key's type scales its content and its norm component alike (core: salient_low_norm).
+  const std::size_t type = std::size_t(kv_index) * t.token_types + std::size_t(t.token_type[at.token]);
+  const double scale = t.key_scale[type];
+  const double sigma = c.sigma * scale;
+  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x, sigma);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
     if (c.bare_sinks != 0) {  // core: no content along the sink direction u, same order
       double along = 0;
       for (int y = 0; y < kStructure; ++y) {
-        along += rotated_entry(t, c, stream, kv_index, at.token, t.head_dim - kStructure + y) * d[y];
+        along += rotated_entry(t, c, stream, kv_index, at.token, t.head_dim - kStructure + y, sigma) * d[y];
       }
       v = v - along * d[xs];
     }
     const double sink = at.token < c.sinks ? c.sink_amp : 0.0;
-    const double cos_phi = t.cos_phi[std::size_t(kv_index) * t.token_types + t.token_type[at.token]];
+    const double cos_phi = t.cos_phi[type];
     const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
-    const double m = c.norm_spread * uniform(t.seed, stream_id(Stream::kKeyNormBias, std::uint32_t(at.layer),
-                                                               std::uint32_t(at.head)),
-                                             std::uint64_t(at.token));
+    const double drawn = c.norm_spread * uniform(t.seed, stream_id(Stream::kKeyNormBias, std::uint32_t(at.layer),
+                                                                   std::uint32_t(at.head)),
+                                                 std::uint64_t(at.token));
+    const double m = drawn * scale;
     v += sink * d[xs] + c.beta * (cos_phi * d[2 * kStructure + xs] + sin_phi * d[3 * kStructure + xs]) +
          m * d[kStructure + xs];
   }

@@ -223,6 +223,16 @@ class CliTest(unittest.TestCase):
             for name in fit["statistics"]:
                 self.assertAlmostEqual(layer[name]["twin"], row["mean"][name], places=12,
                                        msg=f"layer {layer['layer']} {name}")
+        # --low-norm adds the lowest-norm tenth's share, fitted by salient_low_norm.
+        low_json = self.path("low.json")
+        r = run("workload", "fit", real, "-o", self.path("low.toml"), "--json", low_json, "--seed", "3",
+                "--evaluations", "2", "--quiet", "--low-norm")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(low_json) as f:
+            low = json.load(f)
+        self.assertEqual(low["statistics"], fit["statistics"] + ["low_norm_share"])
+        for layer in low["layers"]:
+            self.assertIn("low_norm_share", layer)
 
     def test_fit_gives_each_twin_layer_the_rope_base_its_file_records(self):
         real = self.path("real.safetensors")

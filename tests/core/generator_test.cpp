@@ -407,6 +407,68 @@ TEST(Generator, RecencyReachShapesTheRecencyLogitAsDocumented) {
   }
 }
 
+// salient_low_norm scales the content and the norm component of exactly the heavy-hitter types'
+// keys (salience_ramp(cos phi_t) > 0 in the generator's own tables): every other key keeps its
+// bits, a salient key's component along c (content along c plus m_j) is 1 - salient_low_norm ·
+// ramp times what it was and its norm is lower, and at 1 the lowest-norm tenth of the keys
+// receives more of the attention (inspect's low_norm_share) than without.
+TEST(Generator, SalientLowNormLowersTheNormOfHeavyHitterKeysOnly) {
+  // The ramp as documented: 0 up to a quarter of the cap, linear to 1 at half of it, 1 above.
+  EXPECT_EQ(salience_ramp(0.0), 0.0);
+  EXPECT_EQ(salience_ramp(0.25), 0.0);
+  EXPECT_DOUBLE_EQ(salience_ramp(0.375), 0.5);
+  EXPECT_EQ(salience_ramp(0.5), 1.0);
+  EXPECT_EQ(salience_ramp(1.0), 1.0);
+  LlmLikeParams p;
+  p.sinks = 0;
+  p.sink_logit = 0;
+  p.heavy_logit = 1.5;
+  p.norm_spread = 24;
+  WorkloadSpec spec = small_llm_spec(1, 2, 1, p);
+  spec.shape.tokens = 400;
+  const Workload plain = generate_workload(spec);
+  const LlmLikeTables tables = build_llm_like_tables(spec);
+  const LlmLikeHeadTables& head = tables.heads.front();
+  InspectOptions inspect;
+  const double plain_share = inspect_head(plain, 0, 0, inspect).low_norm_share;
+  for (const double lowered : {0.5, 1.0}) {
+    SCOPED_TRACE(lowered);
+    spec.layer_params[0].salient_low_norm = lowered;
+    const Workload w = generate_workload(spec);
+    EXPECT_TRUE(bit_identical(w.q_data(), plain.q_data()));
+    const int d = spec.shape.head_dim, base = d - kStructureDims;
+    int salient = 0;
+    for (int j = 0; j < spec.shape.tokens; ++j) {
+      auto along_c = [&](const Workload& x) {
+        double dot = 0;
+        for (int e = 0; e < kStructureDims; ++e) dot += double(x.k(0, 0)(j, base + e)) * head.c[e];
+        return dot;
+      };
+      const double ramp = salience_ramp(head.cos_phi[std::size_t(tables.token_type[std::size_t(j)])]);
+      const bool is_salient = ramp > 0;
+      salient += is_salient;
+      bool same = true;
+      for (int x = 0; x < d; ++x) same = same && plain.k(0, 0)(j, x) == w.k(0, 0)(j, x);
+      if (!is_salient) {
+        EXPECT_TRUE(same) << "key " << j;
+      } else {
+        // The other structure terms are orthogonal to c: only content and m_j lie along it.
+        EXPECT_NEAR(along_c(w), (1 - lowered * ramp) * along_c(plain), 1e-4) << "key " << j;
+        double plain_norm = 0, norm = 0;
+        for (int x = 0; x < d; ++x) {
+          plain_norm += double(plain.k(0, 0)(j, x)) * plain.k(0, 0)(j, x);
+          norm += double(w.k(0, 0)(j, x)) * w.k(0, 0)(j, x);
+        }
+        EXPECT_LT(norm, plain_norm) << "key " << j;
+      }
+    }
+    EXPECT_GT(salient, 10) << "the test needs heavy-hitter keys";
+    if (lowered == 1.0) {
+      EXPECT_GT(inspect_head(w, 0, 0, inspect).low_norm_share, plain_share + 0.1);
+    }
+  }
+}
+
 TEST(Generator, ANegativeNormRangeMakesHighNormKeysAttract) {
   LlmLikeParams p;
   p.sinks = 0;
@@ -768,6 +830,8 @@ TEST(ProfileBounds, ParametersAreAcceptedAtTheirLimitsAndRejectedOneStepOutside)
   for (double v : {-kTiny, kTiny, below(1.0), above(kLlmMaxMagnitude)}) {
     reject("recency_reach", v, "0 (no cut) or a finite number of keys in [1, 1000000]");
   }
+  for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("salient_low_norm", v);
+  for (double v : {-kTiny, above(1.0)}) reject("salient_low_norm", v, "a value in [0, 1]");
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("sink_head_fraction", v);
   reject("sink_head_fraction", -kTiny, "a value in [0, 1]");
   reject("sink_head_fraction", above(1.0), "a value in [0, 1]");

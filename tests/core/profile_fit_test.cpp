@@ -38,6 +38,14 @@ WorkloadSpec two_layer_spec(std::uint64_t seed) {
   return spec;
 }
 
+/// The dense layer of two_layer_spec(seed) alone, at `tokens` tokens.
+WorkloadSpec dense_layer_spec(std::uint64_t seed, int tokens) {
+  WorkloadSpec spec = two_layer_spec(seed);
+  spec.shape = Shape{1, 4, 2, tokens, 32};
+  spec.layer_params.resize(1);
+  return spec;
+}
+
 /// " name twin/real" of every fitted statistic, for failure messages.
 std::string statistics_text(const LayerStatistics& twin, const LayerStatistics& real) {
   std::string text;
@@ -201,9 +209,7 @@ TEST(ProfileFit, FitsTheRecencyReachWhereTheLengthHoldsTheWideWindow) {
   // mass on the last 256 free, and a twin without a reach keeps too much of it. Fitted at 1024
   // tokens and at 512 (whose prefix still holds the whole wide window), the twin matches all six
   // statistics with a finite reach at both lengths and at seeds the fit did not use.
-  WorkloadSpec spec = two_layer_spec(31);
-  spec.shape = Shape{1, 4, 2, 4 * kTokens, 32};
-  spec.layer_params.resize(1);
+  WorkloadSpec spec = dense_layer_spec(31, 4 * kTokens);
   spec.layer_params[0].recency_logit = 6.0;
   spec.layer_params[0].recency_reach = 32;
   spec.layer_params[0].exact_recency = 1;
@@ -214,7 +220,8 @@ TEST(ProfileFit, FitsTheRecencyReachWhereTheLengthHoldsTheWideWindow) {
   EXPECT_EQ(fit_profile(real, "five", small_fit(5)).statistics.size(), 5u);  // only when asked
   options.wide_recent = true;
   const ProfileFit fit = fit_profile(real, "reach", options);
-  ASSERT_EQ(fit.statistics.size(), fit_statistics().size());
+  ASSERT_EQ(fit.statistics.size(), 6u);  // the five and the wide window's mass
+  EXPECT_STREQ(fit.statistics.back().name, "wide_recent_mass");
   const LayerFit& l = fit.layers.front();
   EXPECT_LE(l.error, 1.0);
   EXPECT_GT(l.params.recency_reach, 0.0);
@@ -239,6 +246,36 @@ TEST(ProfileFit, FitsTheRecencyReachWhereTheLengthHoldsTheWideWindow) {
           << "tokens " << tokens << " seed " << seed << " (twin/real):" << statistics_text(measured.front(), target.front());
     }
   }
+}
+
+TEST(ProfileFit, FitsTheHeavyHittersLowNormsWhenAsked) {
+  // A layer whose heavy-hitter keys sit at low norms (salient_low_norm 0.9): the lowest-norm tenth
+  // of the keys receives far more than the unordered norms give. Asked for (FitOptions::low_norm),
+  // the fit matches that share with salient_low_norm; the same twin with unordered norms misses it
+  // (so the check can fail), and the fit not asked leaves salient_low_norm at 0.
+  WorkloadSpec spec = dense_layer_spec(23, 2 * kTokens);
+  spec.layer_params[0].heavy_logit = 1.5;
+  spec.layer_params[0].salient_low_norm = 0.9;
+  const Workload real = generate_workload(spec, 1);
+  FitOptions options = small_fit(6);
+  options.max_evaluations = FitOptions{}.max_evaluations;
+  const ProfileFit plain = fit_profile(real, "five", small_fit(6));
+  EXPECT_EQ(plain.statistics.size(), 5u);
+  EXPECT_EQ(plain.layers.front().params.salient_low_norm, 0.0);
+  options.low_norm = true;
+  const ProfileFit fit = fit_profile(real, "low norm", options);
+  ASSERT_EQ(fit.statistics.size(), 6u);
+  EXPECT_STREQ(fit.statistics.back().name, "low_norm_share");
+  const LayerFit& l = fit.layers.front();
+  EXPECT_LE(l.error, 1.0) << statistics_text(l.fitted, l.target);
+  EXPECT_GT(l.params.salient_low_norm, 0.3);
+  GeneratorProfile unordered = fit.profile;
+  unordered.layers.front().salient_low_norm = 0;
+  const InspectOptions inspect = FitOptions{}.inspect;
+  const auto measured = per_layer_statistics(
+      inspect_workload(generate_workload(spec_from_profile(unordered, 2 * kTokens, 0, 6), 1), inspect));
+  EXPECT_GT(l.target.mean.low_norm_share - measured.front().mean.low_norm_share, 0.08)
+      << "twin/real:" << statistics_text(measured.front(), l.target);
 }
 
 /// Every query along one direction u, key j = norm_j u: the score grows with the key norm, so
