@@ -173,7 +173,7 @@ void for_each_llm_param(Params& params, Visit visit) {
   visit("exact_sinks", params.exact_sinks, "1: a sink key is its sink direction alone (the sink logit under every seed)");
   visit("recency_reach", params.recency_reach, "Keys beyond which the recency falls off (0: no cut)");
   visit("salient_low_norm", params.salient_low_norm,
-        "In [0, 1]: how far heavy-hitter keys' norm component is lowered (1: the lowest norms)");
+        "In [0, 1]: how far heavy-hitter keys' content and norm component are lowered (1: the lowest norms)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

@@ -198,13 +198,12 @@ LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vecto
   spec.seed = options.seed;
   spec.score_scale = score_scale;
   const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key, wide);
-  // The free knobs: not the sink of a sink-free layer, not the reach or the salient keys' norm
-  // where their statistic is not fitted, none pinned by its bounds.
+  // The free knobs: those whose statistic is fitted (the first five always), not the sink of a
+  // sink-free layer, none pinned by its bounds.
   std::vector<int> active;
   for (int k = 0; k < kKnobs; ++k) {
     const auto [lower, upper] = knob_bounds(k, target);
-    const bool optional = k == kReachKnob || k == kLowNormKnob;
-    if ((k != kSinkKnob || start.sink_heads > 0) && (!optional || fits(k)) && lower < upper) active.push_back(k);
+    if (fits(k) && (k != kSinkKnob || start.sink_heads > 0) && lower < upper) active.push_back(k);
   }
   std::vector<int> rows;  // the residual rows solved for: each length's rows of the free knobs' statistics
   for (int i = 0; i < count; ++i) {
