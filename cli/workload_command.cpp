@@ -104,13 +104,14 @@ void add_generate(CLI::App& parent) {
 std::string window_text(int window) { return window > 0 ? std::to_string(window) : "global"; }
 
 void print_table(const std::vector<HeadStatistics>& heads, const std::string& by, double sink_threshold) {
-  std::printf("%5s %5s %5s %7s %9s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "window",
-              "sparsity", "sink", "recent", "recent_w", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10", "sinkhead");
+  std::printf("%5s %5s %5s %7s %9s %9s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "window",
+              "sparsity", "sink", "recent", "recent_w", "slope", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10",
+              "sinkhead");
   auto row = [](const std::string& l, const std::string& h, const std::string& kv, const std::string& window,
                 const HeadStatistics& s, double sink_heads) {
-    std::printf("%5s %5s %5s %7s %9.4f %9.4f %9.4f %9.4f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(),
+    std::printf("%5s %5s %5s %7s %9.4f %9.4f %9.4f %9.4f %9.3f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(),
                 h.c_str(), kv.c_str(), window.c_str(), s.sparsity, s.sink_mass, s.recent_mass, s.wide_recent_mass,
-                s.power_law_exponent,
+                s.recency_slope, s.power_law_exponent,
                 s.power_law_r2, s.heavy_share, s.norm_attention_spearman, s.first_token_mass, s.received_top_share,
                 sink_heads);
   };

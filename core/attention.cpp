@@ -64,7 +64,8 @@ Eigen::VectorXd attention_output(const Eigen::VectorXd& weights, const ConstHead
 void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
                               int block_rows,
                               const std::function<void(int, const Eigen::MatrixXd&)>& visit,
-                              int window) {
+                              int window,
+                              const std::function<void(int, const Eigen::MatrixXd&)>& visit_logits) {
   const int n = int(q.rows());
   if (window < 0) throw std::invalid_argument("for_each_attention_block: window must be >= 0");
   if (k.rows() != n || q.cols() != k.cols()) {
@@ -77,6 +78,7 @@ void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, doub
     const int rows = std::min(block_rows, n - first);
     const int cols = first + rows;  // keys a block can see
     probs.noalias() = scale * (q.middleRows(first, rows).cast<double>() * kd.topRows(cols).transpose());
+    if (visit_logits) visit_logits(first, probs);
     for (int r = 0; r < rows; ++r) {
       const int visible = first + r + 1, from = first_visible_key(first + r, window);
       auto row = probs.row(r).segment(from, visible - from);

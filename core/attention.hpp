@@ -63,11 +63,15 @@ Eigen::MatrixXd causal_attention(const ConstHeadMap& q, const ConstHeadMap& k, d
 /// visit(first_row, probs) where probs is rows x n, row r holding a_{first_row + r} in its first
 /// first_row + r + 1 columns and zeros after (with a sliding window of `window` keys, also zeros
 /// before column first_visible_key(first_row + r, window)). Each block costs one GEMM; memory
-/// 8 * block_rows * n bytes. The visitor must not keep references to probs. Throws
+/// 8 * block_rows * n bytes. The visitor must not keep references to probs. `visit_logits`, if
+/// set, is called first with (first_row, scores): rows x (first_row + rows), row r holding the
+/// scaled scores scale <q_i, k_j> of i = first_row + r against every key j of the block (those of
+/// keys after i or before the window's first visible key are not attention entries). Throws
 /// std::invalid_argument for window < 0.
 void for_each_attention_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
                               int block_rows,
                               const std::function<void(int, const Eigen::MatrixXd&)>& visit,
-                              int window = 0);
+                              int window = 0,
+                              const std::function<void(int, const Eigen::MatrixXd&)>& visit_logits = {});
 
 }  // namespace subevict

@@ -1,6 +1,7 @@
 #include "core/workload_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,21 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   const int first_from = std::min(opt.first_token_from, n / 2);
   const int late_from = n - std::min(opt.late_rows, n / 2);
   Eigen::VectorXd accumulated = Eigen::VectorXd::Zero(n);
+  // recency_slope: near distances [near, 2 near) against far ones [far / 2, far).
+  const int far = std::min({opt.wide_recent_window, n / 2, st.window > 0 ? st.window : n});
+  const int near = std::max(1, far / 32), slope_from = far - 1 + opt.sinks;
+  double slope_total = 0;
+  long long slope_rows = 0;
+  const auto score_slope = [&](int first, const Eigen::MatrixXd& scores) {
+    if (far < 4) return;
+    for (int r = std::max(0, slope_from - first); r < scores.rows(); ++r) {
+      const int i = first + r;
+      const double near_mean = scores.row(r).segment(i - 2 * near + 1, near).mean();
+      const double far_mean = scores.row(r).segment(i - far + 1, far - far / 2).mean();
+      slope_total += near_mean - far_mean;
+      ++slope_rows;
+    }
+  };
   for_each_attention_block(
       q, k, w.score_scale(), opt.block_rows,
       [&](int first, const Eigen::MatrixXd& a) {
@@ -78,13 +94,14 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
         }
         accumulated += a.colwise().sum().transpose();
       },
-      st.window);
+      st.window, score_slope);
   st.sparsity = double(below) / double(entries);
   st.sink_mass = sink_total / double(n - opt.sinks);
   st.recent_mass = recent_total / double(n - opt.recent_window);
   st.wide_recent_mass = wide_total / double(n - wide);
   st.first_token_mass = first_total / double(n - first_from);
   st.late_first_token_mass = late_total / double(n - late_from);
+  st.recency_slope = slope_rows > 0 ? slope_total / double(slope_rows) / std::log2(double(far / 2) / near) : 0.0;
   const std::vector<double> column_sums(accumulated.data(), accumulated.data() + n);
   st.received_top_share = top_share(column_sums, opt.top_fraction);
 

@@ -55,6 +55,14 @@ struct InspectOptions {
 ///                     sink head when it exceeds sink_head_threshold
 ///   received_top_share  top_share(top_fraction) of the plain column sums sum_i a_ij over all
 ///                     tokens (sinks and recent window included)
+///   recency_slope     how fast the scores fall with distance, in logits per doubling of it (a
+///                     measure of the scores, not of the attention: no competition between keys,
+///                     so it does not depend on the length): over queries i >= F - 1 + sinks, the
+///                     mean score on the keys at distances i - j in [a, 2a) minus the mean score
+///                     on those at [F/2, F), over log2(F/2 / a), where F = min(wide_recent_window,
+///                     n / 2, the layer's window) and a = max(1, F / 32) (integer divisions): with
+///                     F = 256 the distances [8, 16) against [128, 256), four doublings; 0 when
+///                     F < 4 or no query qualifies
 ///   low_norm_share    share of those column sums on the ceil(top_fraction n) keys of lowest
 ///                     ||k_j|| (ties to the earlier key): the mass a key-norm ranking (L2-norm
 ///                     eviction's) would keep if it kept that many keys for the whole run
@@ -73,6 +81,7 @@ struct HeadStatistics {
   double received_top_share = 0;
   double wide_recent_mass = 0;
   double low_norm_share = 0;
+  double recency_slope = 0;
 };
 
 /// Calls visit(name, member) with a pointer to each measured statistic of HeadStatistics, in
@@ -91,6 +100,7 @@ void for_each_statistic(Visit visit) {
   visit("received_top_share", &HeadStatistics::received_top_share);
   visit("wide_recent_mass", &HeadStatistics::wide_recent_mass);
   visit("low_norm_share", &HeadStatistics::low_norm_share);
+  visit("recency_slope", &HeadStatistics::recency_slope);
 }
 
 /// The statistics of one layer: the mean over its query heads of every HeadStatistics field

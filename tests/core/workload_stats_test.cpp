@@ -2,6 +2,8 @@
 // present in the default and each one's statistic moves when that structure is switched off.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/attention.hpp"
 #include "core/generator.hpp"
 #include "core/metrics.hpp"
@@ -56,6 +58,14 @@ TEST(LlmLikeSwitches, RecencyOffLowersRecentMass) {
   EXPECT_LT(off.recent_mass, 0.75 * defaults().recent_mass);
 }
 
+// The scores fall with distance only through the recency term: without it the slope is noise
+// around 0 (content, types and norms do not depend on the distance).
+TEST(LlmLikeSwitches, RecencyOffFlattensTheRecencySlope) {
+  const HeadStatistics off = measure([](LlmLikeParams& p) { p.recency_logit = 0; });
+  EXPECT_GT(defaults().recency_slope, 0.2);
+  EXPECT_LT(std::abs(off.recency_slope), 0.05);
+}
+
 TEST(LlmLikeSwitches, HigherTemperatureLowersSparsity) {
   const HeadStatistics hot = measure([](LlmLikeParams& p) { p.temperature = 2; });
   EXPECT_LT(hot.sparsity, defaults().sparsity - 0.1);
@@ -96,6 +106,52 @@ TEST(Inspect, SlidingWindowLayersAreMeasuredUnderTheirMask) {
   }
   // Beyond the window no query sees token 0: its first-token mass is that of the first 16 rows only.
   EXPECT_LT(inspect_head(w, 1, 0, options).first_token_mass, inspect_head(w, 0, 0, options).first_token_mass);
+}
+
+// A score that depends on the distance alone, s_ij = scale R cos((i - j) theta) (head_dim 2, q_i
+// and k_j on the unit circle at angles i theta and j theta): recency_slope is its mean over the
+// near distances minus its mean over the far ones, over the doublings between them, in every row
+// that qualifies, whatever the length; a sliding window narrows the far distances.
+TEST(Inspect, RecencySlopeIsTheFallOfTheScoresPerDoublingOfDistance) {
+  const double theta = 0.011, radius = 20.0;
+  for (const int tokens : {600, 1200}) {
+    Shape shape{2, 1, 1, tokens, 2};
+    Workload w(shape);
+    w.set_windows({0, 48});
+    for (int layer : {0, 1}) {
+      for (int i = 0; i < tokens; ++i) {
+        w.q(layer, 0).row(i) << float(radius * std::cos(i * theta)), float(radius * std::sin(i * theta));
+        w.k(layer, 0).row(i) << float(std::cos(i * theta)), float(std::sin(i * theta));
+      }
+    }
+    InspectOptions options;  // wide_recent_window 256: far distances [128, 256), near [8, 16)
+    const auto expected = [&](int layer, int near, int far) {
+      // The float rounding of q and k, as the workload holds them.
+      double total = 0;
+      long long rows = 0;
+      for (int i = far - 1 + options.sinks; i < tokens; ++i, ++rows) {
+        const auto score = [&](int d) { return w.score_scale() * w.q(layer, 0).row(i).cast<double>().dot(
+                                                                      w.k(layer, 0).row(i - d).cast<double>()); };
+        double near_sum = 0, far_sum = 0;
+        for (int d = near; d < 2 * near; ++d) near_sum += score(d);
+        for (int d = far / 2; d < far; ++d) far_sum += score(d);
+        total += near_sum / near - far_sum / (far - far / 2);
+      }
+      return total / double(rows) / std::log2(double(far / 2) / near);
+    };
+    const HeadStatistics global = inspect_head(w, 0, 0, options), window = inspect_head(w, 1, 0, options);
+    EXPECT_NEAR(global.recency_slope, expected(0, 8, 256), 1e-9) << tokens << " tokens";
+    EXPECT_NEAR(window.recency_slope, expected(1, 1, 48), 1e-9) << tokens << " tokens";
+    // The closed form (cos falls from ~1 near to cos(192 theta) far): a positive slope, and the
+    // same at both lengths since every row sees the same distances.
+    EXPECT_GT(global.recency_slope, 0.5);
+  }
+  // Fewer than 4 keys in the far window: no slope to measure.
+  Workload tiny(Shape{1, 1, 1, 7, 2});
+  InspectOptions short_windows;
+  short_windows.sinks = 0;
+  short_windows.recent_window = 1;
+  EXPECT_EQ(inspect_head(tiny, 0, 0, short_windows).recency_slope, 0.0);
 }
 
 TEST(Inspect, RejectsWorkloadsTooShortForTheWindows) {

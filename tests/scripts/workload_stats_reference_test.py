@@ -62,6 +62,19 @@ def spearman(x, y):
     return np.corrcoef(rankdata(x), rankdata(y))[0, 1]
 
 
+def recency_slope(q, k, scale):
+    """Logits per doubling of distance: the mean score at distances [a, 2a) minus that at [F/2, F)."""
+    s = scale * (q.astype(np.float64) @ k.astype(np.float64).T)
+    n = s.shape[0]
+    far = min(WIDE, n // 2)
+    near = max(1, far // 32)
+    if far < 4 or far - 1 + SINKS >= n:
+        return 0.0
+    diffs = [np.mean([s[i, i - d] for d in range(near, 2 * near)]) -
+             np.mean([s[i, i - d] for d in range(far // 2, far)]) for i in range(far - 1 + SINKS, n)]
+    return np.mean(diffs) / math.log2((far // 2) / near)
+
+
 def head_statistics(q, k, scale):
     """Every HeadStatistics field of one head, from its definition."""
     a = causal_attention(q, k, scale)
@@ -90,6 +103,7 @@ def head_statistics(q, k, scale):
         "received_top_share": top_share(accumulated, TOP),
         "wide_recent_mass": np.mean([a[i, i - wide + 1:i + 1].sum() for i in rows[wide:]]),
         "low_norm_share": accumulated[lowest].sum() / accumulated.sum(),
+        "recency_slope": recency_slope(q, k, scale),
         "sparsity_entries": n * (n + 1) / 2,
     }
 
@@ -127,7 +141,7 @@ class InspectAgainstNumpy(unittest.TestCase):
             rate = np.mean([m["late_first_token_mass"] > SINK_HEAD for m in members])
             self.assertEqual(row["sink_head_rate"], rate, f"layer {row['layer']}")
             for name in ("first_token_mass", "received_top_share", "recent_mass", "wide_recent_mass",
-                         "low_norm_share"):
+                         "low_norm_share", "recency_slope"):
                 self.assertLess(abs(row["mean"][name] - np.mean([m[name] for m in members])), TOL)
         return doc
 
