@@ -38,8 +38,8 @@ inline constexpr int kLlmMaxTokenTypes = 1 << 18;
 /// z, z' i.i.d. standard normal (content), R_j the RoPE rotation of position j applied to the
 /// recency vector w, t = type(j) drawn Zipf(zipf_alpha) over `token_types` types (shared by all
 /// layers and heads: types are token identities), cos phi_t = min(1, E_t / 6) with E_t ~ Exp(1)
-/// per (head, type), m_j = norm_spread U_j with U_j ~ U(0, 1) per (head, token) (a key's sigma z_j
-/// and m_j times 1 - salient_low_norm · salience_ramp(cos phi_t)). The structure
+/// per (head, type), m_j = norm_spread U_j with U_j ~ U(0, 1) per (head, token) (a key's sigma z_j,
+/// rho R_j w and m_j times 1 - salient_low_norm · salience_ramp(cos phi_t)). The structure
 /// directions u, c, p, p' live in the last three rotary pairs (the lowest frequencies, which real
 /// models use as position-insensitive channels) and are left unrotated; w lives in the other pairs.
 /// Resulting logit contributions: content ~ N(0, content_logit_std^2); recency
@@ -95,13 +95,15 @@ struct LlmLikeParams {
   /// cos((i-j) theta_p), shares proportional to those). 0 (the default): no cut, the recency
   /// reaches as far as the longest wavelength.
   double recency_reach = 0.0;
-  /// In [0, 1]: the keys of heavy-hitter token types get their content and their key-norm
-  /// component (sigma z_j and m_j) scaled by 1 - salient_low_norm · salience_ramp(cos phi_t) (the
-  /// most salient types fully, none below a quarter of the cap), so they sit at the lowest key norms, as real
-  /// models' heavy hitters do in layers without a sink (SmolLM2-135M: the lowest-norm tenth of the
-  /// keys receives 0.60-0.71 of the attention), while the other keys keep their drawn, unordered
-  /// norms. Their logits change too: up to norm_logit_range more from the norm term, a narrower
-  /// content spread. 0 (the default): every key as the model above.
+  /// In [0, 1]: the keys of heavy-hitter token types get their content, their recency component
+  /// and their key-norm component (sigma z_j, rho R_j w and m_j) scaled by 1 - salient_low_norm ·
+  /// salience_ramp(cos phi_t) (the most salient types fully, none below a quarter of the cap), so
+  /// they sit at the lowest key norms, as real models' heavy hitters do in layers without a sink
+  /// (SmolLM2-135M: the lowest-norm tenth of the keys receives 0.60-0.71 of the attention), while
+  /// the other keys keep their drawn, unordered norms. Their logits change too: up to
+  /// norm_logit_range more from the norm term, a narrower content spread, and less recency (at 1
+  /// none: the most salient keys draw attention from every distance alike, as real heavy hitters
+  /// do). 0 (the default): every key as the model above.
   double salient_low_norm = 0.0;
   /// 1: the layer's per-head structure (which heads are sink heads, the directions u, c, p, p',
   /// the recency vector w, the type saliences cos phi_t) is drawn with seed 0 whatever the
@@ -173,7 +175,7 @@ void for_each_llm_param(Params& params, Visit visit) {
   visit("exact_sinks", params.exact_sinks, "1: a sink key is its sink direction alone (the sink logit under every seed)");
   visit("recency_reach", params.recency_reach, "Keys beyond which the recency falls off (0: no cut)");
   visit("salient_low_norm", params.salient_low_norm,
-        "In [0, 1]: how far heavy-hitter keys' content and norm component are lowered (1: the lowest norms)");
+        "In [0, 1]: how far heavy-hitter keys' content, recency and norm component are lowered (1: the lowest norms)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

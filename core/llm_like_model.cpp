@@ -180,10 +180,10 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
 
 namespace {
 
-/// Content (of scale `sigma`) plus rotated recency for dims [0, 2*pairs), written as doubles into
-/// row[].
+/// Content (of scale `sigma`) plus rotated recency (of scale `rho`) for dims [0, 2*pairs), written
+/// as doubles into row[].
 void rotated_part(const LlmLikeTables& t, const LlmLikeLayerTables& c, const LlmLikeHeadTables& head,
-                  std::uint64_t seed, std::uint64_t content_stream, int pos, double sigma, double* row) {
+                  std::uint64_t seed, std::uint64_t content_stream, int pos, double sigma, double rho, double* row) {
   const int pairs = rotated_pairs(t.head_dim);
   const std::uint64_t first_pair = std::uint64_t(pos) * std::uint64_t(t.head_dim / 2);
   const std::size_t angles = (std::size_t(c.rope_table) * std::size_t(t.tokens) + std::size_t(pos)) * pairs;
@@ -193,8 +193,8 @@ void rotated_part(const LlmLikeTables& t, const LlmLikeLayerTables& c, const Llm
     const double cs = t.rope_cos[angles + p];
     const double sn = t.rope_sin[angles + p];
     const double w0 = head.w[2 * p], w1 = head.w[2 * p + 1];
-    row[2 * p] = sigma * z0 + c.rho * (w0 * cs - w1 * sn);
-    row[2 * p + 1] = sigma * z1 + c.rho * (w0 * sn + w1 * cs);
+    row[2 * p] = sigma * z0 + rho * (w0 * cs - w1 * sn);
+    row[2 * p + 1] = sigma * z1 + rho * (w0 * sn + w1 * cs);
   }
   for (int p = pairs; p < t.head_dim / 2; ++p) {
     double z0, z1;
@@ -215,11 +215,11 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
     for (int x = 0; x < t.head_dim; ++x) out[x] = float(x < base ? 0.0 : c.sink_amp * head.u[x - base]);
     return;
   }
-  // The key's type scales its content and its norm component alike (salient_low_norm).
+  // The key's type scales its content, recency and norm component alike (salient_low_norm).
   const double cos_phi = head.cos_phi[t.token_type[j]];
   const double scale = head.key_scale[t.token_type[j]];
-  const double sigma = c.sigma * scale;
-  rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, sigma, row);
+  const double sigma = c.sigma * scale, rho = c.rho * scale;
+  rotated_part(t, c, head, seed, stream_id(Stream::kKeyContent, layer, kv_head), j, sigma, rho, row);
   const int first = t.head_dim - kStructureDims;
   if (c.bare_sinks != 0) {
     // No content along the sink direction u: the query's large sink amplitude a_q reads only the
@@ -244,7 +244,7 @@ void llm_like_query_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, s
                         int layer, int q_head, int i, float* out) {
   double row[1024];
   const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
-  rotated_part(t, c, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, c.sigma, row);
+  rotated_part(t, c, head, seed, stream_id(Stream::kQueryContent, layer, q_head), i, c.sigma, c.rho, row);
   const double sink = t.sink_head[std::size_t(layer) * t.q_heads + q_head] ? c.sink_amp_q : 0.0;
   const int base = t.head_dim - kStructureDims;
   for (int x = 0; x < kStructureDims; ++x) {

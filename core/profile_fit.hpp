@@ -87,8 +87,10 @@ struct FitOptions {
   /// (bench/results/twin_fit.md). false: the five statistics and no reach.
   bool wide_recent = false;
   /// Also fit low_norm_share (the attention on the lowest-norm tenth of the keys) with
-  /// salient_low_norm, which moves the heavy-hitter types' keys to low norms; the l2norm policy's
-  /// results depend on it. false: salient_low_norm stays 0.
+  /// salient_low_norm, which moves the heavy-hitter types' keys to low norms and takes their
+  /// recency away; the l2norm, local and streamingllm policies' results depend on it (give it
+  /// max_evaluations 60: the parameter moves the recent mass and the top share too). false:
+  /// salient_low_norm stays 0.
   bool low_norm = false;
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.

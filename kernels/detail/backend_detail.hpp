@@ -80,10 +80,10 @@ SUBEVICT_HD inline ElementIndex element_index(std::uint64_t e, int heads, int to
           int(e % std::uint64_t(head_dim))};
 }
 
-/// The content-plus-recency part of dim x of the row at `pos`, content of scale `sigma` (core's
-/// rotated_part, one entry): the same IEEE operations in the same order.
+/// The content-plus-recency part of dim x of the row at `pos`, content of scale `sigma` and recency
+/// of scale `rho` (core's rotated_part, one entry): the same IEEE operations in the same order.
 SUBEVICT_HD inline double rotated_entry(const GeneratorView& t, const LayerCoefficients& c, std::uint64_t stream,
-                                        int kv_index, int pos, int x, double sigma) {
+                                        int kv_index, int pos, int x, double sigma, double rho) {
   double z0, z1;
   normal_pair(t.seed, stream, std::uint64_t(pos) * std::uint64_t(t.head_dim / 2) + std::uint64_t(x / 2), &z0, &z1);
   const int p = x / 2;
@@ -93,7 +93,7 @@ SUBEVICT_HD inline double rotated_entry(const GeneratorView& t, const LayerCoeff
   const double sn = t.rope_sin[angle];
   const double* w = t.w + std::size_t(kv_index) * 2 * t.pairs;
   const double w0 = w[2 * p], w1 = w[2 * p + 1];
-  return x % 2 == 0 ? sigma * z0 + c.rho * (w0 * cs - w1 * sn) : sigma * z1 + c.rho * (w0 * sn + w1 * cs);
+  return x % 2 == 0 ? sigma * z0 + rho * (w0 * cs - w1 * sn) : sigma * z1 + rho * (w0 * sn + w1 * cs);
 }
 
 /// Element e of Q (core's generate_gaussian / llm_like_query_row, one entry).
@@ -103,7 +103,7 @@ SUBEVICT_HD inline float query_element(const GeneratorView& t, std::uint64_t e) 
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head / (t.q_heads / t.kv_heads);
   const LayerCoefficients& c = t.layers[at.layer];
-  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x, c.sigma);
+  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x, c.sigma, c.rho);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
@@ -124,18 +124,18 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
     const int xs = at.x - (t.head_dim - kStructure);
     return float(xs < 0 ? 0.0 : c.sink_amp * t.dirs[std::size_t(kv_index) * 4 * kStructure + xs]);
   }
-  // The key's type scales its content and its norm component alike (core: salient_low_norm).
+  // The key's type scales its content, recency and norm component alike (core: salient_low_norm).
   const std::size_t type = std::size_t(kv_index) * t.token_types + std::size_t(t.token_type[at.token]);
   const double scale = t.key_scale[type];
-  const double sigma = c.sigma * scale;
-  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x, sigma);
+  const double sigma = c.sigma * scale, rho = c.rho * scale;
+  double v = rotated_entry(t, c, stream, kv_index, at.token, at.x, sigma, rho);
   const int xs = at.x - (t.head_dim - kStructure);
   if (xs >= 0) {
     const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
     if (c.bare_sinks != 0) {  // core: no content along the sink direction u, same order
       double along = 0;
       for (int y = 0; y < kStructure; ++y) {
-        along += rotated_entry(t, c, stream, kv_index, at.token, t.head_dim - kStructure + y, sigma) * d[y];
+        along += rotated_entry(t, c, stream, kv_index, at.token, t.head_dim - kStructure + y, sigma, rho) * d[y];
       }
       v = v - along * d[xs];
     }

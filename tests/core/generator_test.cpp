@@ -407,11 +407,12 @@ TEST(Generator, RecencyReachShapesTheRecencyLogitAsDocumented) {
   }
 }
 
-// salient_low_norm scales the content and the norm component of exactly the heavy-hitter types'
-// keys (salience_ramp(cos phi_t) > 0 in the generator's own tables): every other key keeps its
-// bits, a salient key's component along c (content along c plus m_j) is 1 - salient_low_norm ·
-// ramp times what it was and its norm is lower, and at 1 the lowest-norm tenth of the keys
-// receives more of the attention (inspect's low_norm_share) than without.
+// salient_low_norm scales the content, the recency and the norm component of exactly the
+// heavy-hitter types' keys (salience_ramp(cos phi_t) > 0 in the generator's own tables): every
+// other key keeps its bits, a salient key's rotated dims (content plus recency) and its component
+// along c (content along c plus m_j) are 1 - salient_low_norm · ramp times what they were and its
+// norm is lower, and at 1 the lowest-norm tenth of the keys receives more of the attention
+// (inspect's low_norm_share) than without.
 TEST(Generator, SalientLowNormLowersTheNormOfHeavyHitterKeysOnly) {
   // The ramp as documented: 0 up to a quarter of the cap, linear to 1 at half of it, 1 above.
   EXPECT_EQ(salience_ramp(0.0), 0.0);
@@ -454,6 +455,11 @@ TEST(Generator, SalientLowNormLowersTheNormOfHeavyHitterKeysOnly) {
       } else {
         // The other structure terms are orthogonal to c: only content and m_j lie along it.
         EXPECT_NEAR(along_c(w), (1 - lowered * ramp) * along_c(plain), 1e-4) << "key " << j;
+        // The rotated dims hold content and recency only, both scaled (float rounding apart).
+        for (int x = 0; x < base; ++x) {
+          EXPECT_NEAR(w.k(0, 0)(j, x), (1 - lowered * ramp) * plain.k(0, 0)(j, x), 1e-5 * (1 + std::abs(plain.k(0, 0)(j, x))))
+              << "key " << j << " dim " << x;
+        }
         double plain_norm = 0, norm = 0;
         for (int x = 0; x < d; ++x) {
           plain_norm += double(plain.k(0, 0)(j, x)) * plain.k(0, 0)(j, x);
