@@ -105,8 +105,8 @@ std::string window_text(int window) { return window > 0 ? std::to_string(window)
 
 void print_table(const std::vector<HeadStatistics>& heads, const std::string& by, double sink_threshold) {
   std::printf("%5s %5s %5s %7s %9s %9s %9s %9s %9s %9s %7s %9s %9s %9s %9s %9s\n", "layer", "head", "kv", "window",
-              "sparsity", "sink", "recent", "recent_w", "slope", "pl_exp", "pl_r2", "heavy10", "norm_rho", "first", "top10",
-              "sinkhead");
+              "sparsity", "sink", "recent", "recent_w", "slope", "pl_exp", "pl_r2", "heavy10", "norm_rho",
+              "first", "top10", "sinkhead");
   auto row = [](const std::string& l, const std::string& h, const std::string& kv, const std::string& window,
                 const HeadStatistics& s, double sink_heads) {
     std::printf("%5s %5s %5s %7s %9.4f %9.4f %9.4f %9.4f %9.3f %9.3f %7.3f %9.4f %9.4f %9.4f %9.4f %9.3f\n", l.c_str(),

@@ -22,8 +22,8 @@ struct LlmLikeHeadTables {
   double p_perp[kStructureDims] = {};
   std::vector<double> w;           ///< recency vector over the first head_dim - 6 dims, unit norm
   std::vector<double> cos_phi;     ///< per token type: alignment of the type's key direction with p
-  /// Per token type: the factor on a key's content and norm component, 1 - salient_low_norm ·
-  /// salience_ramp(cos_phi) (exactly 1 for every type when salient_low_norm is 0).
+  /// Per token type: the factor on a key's content, recency and norm component, 1 -
+  /// salient_low_norm · salience_ramp(cos_phi) (exactly 1 for every type when salient_low_norm is 0).
   std::vector<double> key_scale;
 };
 

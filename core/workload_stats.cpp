@@ -65,11 +65,11 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   Eigen::VectorXd accumulated = Eigen::VectorXd::Zero(n);
   // recency_slope: near distances [near, 2 near) against far ones [far / 2, far).
   const int far = std::min({opt.wide_recent_window, n / 2, st.window > 0 ? st.window : n});
-  const int near = std::max(1, far / 32), slope_from = far - 1 + opt.sinks;
+  // Below 4 keys no row qualifies (the slope is then 0).
+  const int near = std::max(1, far / 32), slope_from = far < 4 ? n : far - 1 + opt.sinks;
   double slope_total = 0;
   long long slope_rows = 0;
   const auto score_slope = [&](int first, const Eigen::MatrixXd& scores) {
-    if (far < 4) return;
     for (int r = std::max(0, slope_from - first); r < scores.rows(); ++r) {
       const int i = first + r;
       const double near_mean = scores.row(r).segment(i - 2 * near + 1, near).mean();

@@ -457,7 +457,8 @@ TEST(Generator, SalientLowNormLowersTheNormOfHeavyHitterKeysOnly) {
         EXPECT_NEAR(along_c(w), (1 - lowered * ramp) * along_c(plain), 1e-4) << "key " << j;
         // The rotated dims hold content and recency only, both scaled (float rounding apart).
         for (int x = 0; x < base; ++x) {
-          EXPECT_NEAR(w.k(0, 0)(j, x), (1 - lowered * ramp) * plain.k(0, 0)(j, x), 1e-5 * (1 + std::abs(plain.k(0, 0)(j, x))))
+          const double before = plain.k(0, 0)(j, x);
+          EXPECT_NEAR(w.k(0, 0)(j, x), (1 - lowered * ramp) * before, 1e-5 * (1 + std::abs(before)))
               << "key " << j << " dim " << x;
         }
         double plain_norm = 0, norm = 0;
