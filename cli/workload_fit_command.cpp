@@ -162,8 +162,13 @@ void add_workload_fit(CLI::App& workload) {
   cmd->add_flag("--wide-recent", args->options.wide_recent,
                 "Also fit the mass on the last 256 keys with the recency reach (at lengths of 512 tokens or more)");
   cmd->add_flag("--low-norm", args->options.low_norm,
-                "Also fit the attention on the lowest-norm tenth of the keys, by moving heavy-hitter keys to low norms "
-                "without recency (give it --evaluations 60)");
+                "Also fit the attention on the lowest-norm tenth of the keys: a second search per layer moves "
+                "heavy-hitter keys to low norms without recency, keeping the other statistics within "
+                "--low-norm-margin (up to 3 times the time)");
+  cmd->add_option("--low-norm-margin", args->options.low_norm_margin,
+                  "With --low-norm, the largest error in tolerances the other statistics may take for it (larger "
+                  "trades them for the low-norm share; > 0)")
+      ->capture_default_str();
   cmd->add_option("--rope-base", args->options.rope_base, "RoPE base of the twin (default: the input's metadata, "
                                                           "else 10000)")
       ->each([args](const std::string&) { args->rope_base_set = true; });

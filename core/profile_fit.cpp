@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -167,161 +168,244 @@ constexpr int kStallEvaluations = 3;
 constexpr double kDifferenceStep = 0.25;
 /// The smallest share of a solved step the fit takes after worse points.
 constexpr double kLeastTrust = 1.0 / 16;
+/// The parameter search of one layer (fit_layer): generated copies of the layer, measured at every
+/// fitted length (the mean over the fit's seeds), and the best point found so far.
+class LayerSearch {
+ public:
+  /// targets[i] is the real layer at lengths[i] (the twin's tokens; lengths[0] the fitted length);
+  /// `start` holds the starting knobs and every parameter that is not searched.
+  LayerSearch(const std::vector<LayerStatistics>& targets, const std::vector<int>& lengths, const Shape& real_shape,
+              double score_scale, const FitOptions& options, const LlmLikeParams& start)
+      : targets_(targets), lengths_(lengths), options_(options), start_(start) {
+    spec_.shape = real_shape;
+    spec_.shape.layers = targets.front().layer + 1;
+    spec_.shape.tokens = lengths.front();
+    spec_.seed = options.seed;
+    spec_.score_scale = score_scale;
+    best_.layer = targets.front().layer;
+    best_.target = targets.front();
+    best_.length_targets = targets;
+    best_.error = std::numeric_limits<double>::infinity();
+  }
 
-/// Broyden's method on the scaled residual: J approximates d(residual scale)/d(knobs), starts
-/// diagonal from the knobs' default slopes and takes a rank-one secant update after every
-/// measurement, so the couplings (content spread also moves the top share, the sink also moves
-/// sparsity, ...) are learned. With several lengths the residuals of all lengths are stacked (one
-/// block of rows per length, J tall) and each step solves J dx = r in least squares, so the twin
-/// splits what one length would ask against the other. Each step solves at the best point so far
-/// (the smallest error over every length), takes a share of dx (the trust: halved after each step
-/// to a worse point, down to kLeastTrust, doubled back to 1 after a better one), shrinks it
-/// uniformly to the knobs' largest steps and clamps to their bounds. When kStallEvaluations steps
-/// in a row find no better point (the secant model has drifted), J is measured afresh by finite
-/// differences at the best point, once per best point. Knobs not fitted (the sink of a sink-free
+  /// Broyden's method on the scaled residual over the knobs `active`, for at most `budget`
+  /// evaluations, from the best point so far (the start on the first run). J approximates
+  /// d(residual scale)/d(knobs), starts diagonal from the knobs' default slopes and takes a
+  /// rank-one secant update after every measurement, so the couplings (content spread also moves
+  /// the top share, the sink also moves sparsity, ...) are learned. The residuals of all lengths
+  /// are stacked (one block of rows per length, J tall) and each step solves J dx = r in least
+  /// squares, so the twin splits what one length would ask against the other. Each step solves at
+  /// the best point so far, takes a share of dx (the trust: halved after each step to a worse
+  /// point, down to kLeastTrust, doubled back to 1 after a better one), shrinks it uniformly to
+  /// the knobs' largest steps and clamps to their bounds. When kStallEvaluations steps in a row
+  /// find no better point (the secant model has drifted), J is measured afresh by finite
+  /// differences at the best point, once per best point. Points rank by their largest error over
+  /// every length and `statistics`; with `kept` non-empty, only those within `margin` on `kept`
+  /// do (the others rank after them, by their error on `kept`). Stops early at an error within
+  /// kGoodEnough.
+  void run(const std::vector<int>& active, const std::vector<FitStatistic>& statistics,
+           const std::vector<FitStatistic>& kept, double margin, int budget) {
+    statistics_ = statistics;
+    kept_ = kept;
+    margin_ = margin;
+    const int count = int(lengths_.size());
+    std::vector<int> rows;  // the residual rows solved for: each length's rows of the free knobs' statistics
+    for (int i = 0; i < count; ++i) {
+      for (const int k : active) rows.push_back(i * kKnobs + k);
+    }
+    Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(count * kKnobs, kKnobs);
+    for (int i = 0; i < count; ++i) {
+      for (int k = 0; k < kKnobs; ++k) {
+        jacobian(i * kKnobs + k, k) =
+            knobs()[std::size_t(k)].default_slope / fit_statistics()[std::size_t(k)].tolerance;
+      }
+      // The recency logit lifts the wide window's mass as much as the recent window's (it holds it).
+      jacobian(i * kKnobs + kReachKnob, kRecencyKnob) =
+          knobs()[kRecencyKnob].default_slope / fit_statistics()[std::size_t(kReachKnob)].tolerance;
+    }
+    const int spent_before = best_.evaluations;
+    auto done = [&] { return best_.error <= kGoodEnough || best_.evaluations - spent_before >= budget; };
+    Eigen::VectorXd previous_x, previous_residual;
+    if (best_x_.size() == 0) {
+      previous_x = knob_values(start_);
+      previous_residual = evaluate(previous_x);
+    } else {  // the best point of the last run, ranked anew
+      best_rank_ = rank(best_.length_fitted);
+      best_.error = error(best_.length_fitted, statistics_);
+      previous_x = best_x_;
+      previous_residual = best_residual_;
+    }
+    since_best_ = 0;
+    Eigen::VectorXd differenced_at;  // the best point whose Jacobian was last measured
+    double trust = 1;
+    while (!done()) {
+      if (since_best_ >= kStallEvaluations && (differenced_at.size() == 0 || differenced_at != best_x_) &&
+          best_.evaluations - spent_before + int(active.size()) <= budget) {
+        // Finite differences at the best point: each free knob moved alone by a share of its step,
+        // towards the inside of its bounds. J's column k is the measured change per unit of knob k.
+        const Eigen::VectorXd at = best_x_, at_residual = best_residual_;
+        differenced_at = at;
+        for (const int k : active) {
+          const double size = kDifferenceStep * knobs()[std::size_t(k)].max_step;
+          Eigen::VectorXd moved = at;
+          const double h = at[k] + size <= knob_bounds(k, targets_.front()).second ? size : -size;
+          moved[k] += h;
+          const Eigen::VectorXd residual = evaluate(moved);
+          jacobian.col(k) = (at_residual - residual) / h;
+          if (done()) break;
+        }
+        since_best_ = 0;
+        trust = 1;
+        previous_x = at;
+        previous_residual = at_residual;
+        if (done()) break;
+      }
+      // Solve J dx = r (least squares with several lengths) on the free knobs at the best point:
+      // the measured statistics move by J dx, the residual by -J dx.
+      Eigen::MatrixXd j(rows.size(), active.size());
+      Eigen::VectorXd r(rows.size());
+      for (std::size_t a = 0; a < rows.size(); ++a) {
+        r[Eigen::Index(a)] = best_residual_[rows[a]];
+        for (std::size_t b = 0; b < active.size(); ++b) {
+          j(Eigen::Index(a), Eigen::Index(b)) = jacobian(rows[a], active[b]);
+        }
+      }
+      Eigen::VectorXd step = j.colPivHouseholderQr().solve(r);
+      if (!step.allFinite()) step = Eigen::VectorXd::Zero(Eigen::Index(active.size()));
+      double shrink = trust;
+      for (std::size_t a = 0; a < active.size(); ++a) {
+        const double limit = knobs()[std::size_t(active[a])].max_step;
+        if (std::abs(step[Eigen::Index(a)]) > limit) {
+          shrink = std::min(shrink, trust * limit / std::abs(step[Eigen::Index(a)]));
+        }
+      }
+      Eigen::VectorXd x = best_x_;
+      for (std::size_t a = 0; a < active.size(); ++a) {
+        const auto [lower, upper] = knob_bounds(active[a], targets_.front());
+        x[active[a]] = std::clamp(best_x_[active[a]] + shrink * step[Eigen::Index(a)], lower, upper);
+      }
+      if ((x - best_x_).squaredNorm() < 1e-18) break;  // pinned at the bounds: nothing left to try
+      const Eigen::VectorXd residual = evaluate(x);
+      trust = since_best_ == 0 ? std::min(1.0, 2 * trust) : std::max(kLeastTrust, trust / 2);
+      // Broyden: J += (d_measured - J dx) dx^T / |dx|^2, d_measured = -d_residual.
+      const Eigen::VectorXd dx = x - previous_x;
+      if (dx.squaredNorm() > 1e-18) {
+        jacobian += ((previous_residual - residual) - jacobian * dx) * dx.transpose() / dx.squaredNorm();
+      }
+      previous_x = x;
+      previous_residual = residual;
+    }
+  }
+
+  /// The best point of every run so far.
+  const LayerFit& best() const { return best_; }
+
+ private:
+  /// The largest error over every length on `statistics`.
+  double error(const std::vector<LayerStatistics>& measured, const std::vector<FitStatistic>& statistics) const {
+    double worst = 0;
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      worst = std::max(worst, fit_error(measured[i], targets_[i], statistics));
+    }
+    return worst;
+  }
+
+  /// A point's rank, smaller first: whether it is outside the margin on the kept statistics, then
+  /// its error on the fitted statistics (inside) or on the kept ones (outside).
+  std::pair<bool, double> rank(const std::vector<LayerStatistics>& measured) const {
+    const double kept = error(measured, kept_);
+    return kept <= margin_ ? std::pair(false, error(measured, statistics_)) : std::pair(true, kept);
+  }
+
+  /// Measures the twin layer at x at every length (the mean over the fit's seeds), keeps the best
+  /// point and returns the scaled residual of every statistic at every length.
+  Eigen::VectorXd evaluate(const Eigen::VectorXd& x) {
+    spec_.layer_params.assign(std::size_t(spec_.shape.layers), with_knobs(start_, x));
+    const int count = int(lengths_.size());
+    std::vector<LayerStatistics> measured;
+    Eigen::VectorXd residual(count * kKnobs);
+    for (int i = 0; i < count; ++i) {
+      WorkloadSpec at_length = spec_;
+      at_length.shape.tokens = lengths_[std::size_t(i)];
+      const int layer = targets_.front().layer;
+      LayerStatistics m = measure_generated_layer(at_length, layer, options_.inspect);
+      for (int extra = 1; extra < options_.seeds; ++extra) {  // the mean over the fit's seeds
+        WorkloadSpec other = at_length;
+        other.seed = options_.seed + std::uint64_t(extra);
+        const LayerStatistics more = measure_generated_layer(other, layer, options_.inspect);
+        for (const FitStatistic& s : fit_statistics()) m.mean.*s.member += more.mean.*s.member;
+      }
+      for (const FitStatistic& s : fit_statistics()) m.mean.*s.member /= options_.seeds;
+      residual.segment(i * kKnobs, kKnobs) = scaled_residual(m, targets_[std::size_t(i)]);
+      measured.push_back(m);
+    }
+    ++best_.evaluations;
+    ++since_best_;
+    const std::pair<bool, double> r = rank(measured);
+    if (r < best_rank_) {
+      best_rank_ = r;
+      best_.params = with_knobs(start_, x);
+      best_.fitted = measured.front();
+      best_.length_fitted = measured;
+      best_.error = error(measured, statistics_);
+      best_x_ = x;
+      best_residual_ = residual;
+      since_best_ = 0;
+    }
+    return residual;
+  }
+
+  const std::vector<LayerStatistics>& targets_;
+  const std::vector<int>& lengths_;
+  const FitOptions& options_;
+  const LlmLikeParams start_;
+  WorkloadSpec spec_;
+  std::vector<FitStatistic> statistics_, kept_;
+  LayerFit best_;
+  double margin_ = 0;
+  std::pair<bool, double> best_rank_ = {true, std::numeric_limits<double>::infinity()};
+  Eigen::VectorXd best_x_, best_residual_;
+  int since_best_ = 0;
+};
+
+/// The fit of one layer: the search over the knobs of the statistics fitted without
+/// low_norm_share, from initial_params(); with low_norm_share among `statistics`
+/// (FitOptions::low_norm), a second search from that point adds salient_low_norm, for up to twice
+/// the evaluations, and keeps the first search's statistics within FitOptions::low_norm_margin of
+/// their tolerances wherever the first search got there. Knobs not fitted (the sink of a sink-free
 /// layer, the reach where the wide statistic is not fitted, a knob its bounds pin) stay fixed.
-/// targets[i] is the real layer at lengths[i] (the twin's tokens); lengths[0] is the fitted length.
+/// targets[i] is the real layer at lengths[i]; lengths[0] is the fitted length.
 LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vector<int>& lengths,
                    const Shape& real_shape, double score_scale, const FitOptions& options, bool low_norm_first_key,
                    const std::vector<FitStatistic>& statistics) {
   const LayerStatistics& target = targets.front();
-  auto fits = [&](int k) {
-    return std::any_of(statistics.begin(), statistics.end(),
+  auto fits = [](const std::vector<FitStatistic>& fitted, int k) {
+    return std::any_of(fitted.begin(), fitted.end(),
                        [&](const FitStatistic& s) { return s.member == fit_statistics()[std::size_t(k)].member; });
   };
-  const bool wide = fits(kReachKnob);
-  const int count = int(lengths.size());
-  WorkloadSpec spec;
-  spec.shape = real_shape;
-  spec.shape.layers = target.layer + 1;
-  spec.shape.tokens = lengths.front();
-  spec.seed = options.seed;
-  spec.score_scale = score_scale;
-  const LlmLikeParams start = initial_params(target, spec.shape, options, low_norm_first_key, wide);
-  // The free knobs: those whose statistic is fitted (the first five always), not the sink of a
-  // sink-free layer, none pinned by its bounds.
-  std::vector<int> active;
-  for (int k = 0; k < kKnobs; ++k) {
-    const auto [lower, upper] = knob_bounds(k, target);
-    if (fits(k) && (k != kSinkKnob || start.sink_heads > 0) && lower < upper) active.push_back(k);
-  }
-  std::vector<int> rows;  // the residual rows solved for: each length's rows of the free knobs' statistics
-  for (int i = 0; i < count; ++i) {
-    for (const int k : active) rows.push_back(i * kKnobs + k);
-  }
-
-  Eigen::MatrixXd jacobian = Eigen::MatrixXd::Zero(count * kKnobs, kKnobs);
-  for (int i = 0; i < count; ++i) {
+  Shape shape = real_shape;
+  shape.tokens = lengths.front();
+  const LlmLikeParams start = initial_params(target, shape, options, low_norm_first_key, fits(statistics, kReachKnob));
+  // The free knobs: those whose statistic is fitted, not the sink of a sink-free layer, none
+  // pinned by its bounds.
+  auto free_knobs = [&](const std::vector<FitStatistic>& fitted) {
+    std::vector<int> active;
     for (int k = 0; k < kKnobs; ++k) {
-      jacobian(i * kKnobs + k, k) =
-          knobs()[std::size_t(k)].default_slope / fit_statistics()[std::size_t(k)].tolerance;
+      const auto [lower, upper] = knob_bounds(k, target);
+      if (fits(fitted, k) && (k != kSinkKnob || start.sink_heads > 0) && lower < upper) active.push_back(k);
     }
-    // The recency logit lifts the wide window's mass as much as the recent window's (it holds it).
-    jacobian(i * kKnobs + kReachKnob, kRecencyKnob) =
-        knobs()[kRecencyKnob].default_slope / fit_statistics()[std::size_t(kReachKnob)].tolerance;
-  }
-  LayerFit best;
-  best.layer = target.layer;
-  best.target = target;
-  best.length_targets = targets;
-  best.error = std::numeric_limits<double>::infinity();
-  Eigen::VectorXd best_x, best_residual;
-  int since_best = 0;
-  // Measures the twin layer at x at every length (the mean over the fit's seeds) and keeps the
-  // best point.
-  auto evaluate = [&](const Eigen::VectorXd& x) {
-    spec.layer_params.assign(std::size_t(spec.shape.layers), with_knobs(start, x));
-    std::vector<LayerStatistics> measured;
-    Eigen::VectorXd residual(count * kKnobs);
-    double error = 0;
-    for (int i = 0; i < count; ++i) {
-      WorkloadSpec at_length = spec;
-      at_length.shape.tokens = lengths[std::size_t(i)];
-      LayerStatistics m = measure_generated_layer(at_length, target.layer, options.inspect);
-      for (int extra = 1; extra < options.seeds; ++extra) {  // the mean over the fit's seeds
-        WorkloadSpec other = at_length;
-        other.seed = options.seed + std::uint64_t(extra);
-        const LayerStatistics more = measure_generated_layer(other, target.layer, options.inspect);
-        for (const FitStatistic& s : fit_statistics()) m.mean.*s.member += more.mean.*s.member;
-      }
-      for (const FitStatistic& s : fit_statistics()) m.mean.*s.member /= options.seeds;
-      residual.segment(i * kKnobs, kKnobs) = scaled_residual(m, targets[std::size_t(i)]);
-      error = std::max(error, fit_error(m, targets[std::size_t(i)], statistics));
-      measured.push_back(m);
-    }
-    ++best.evaluations;
-    ++since_best;
-    if (error < best.error) {
-      best.params = with_knobs(start, x);
-      best.fitted = measured.front();
-      best.length_fitted = measured;
-      best.error = error;
-      best_x = x;
-      best_residual = residual;
-      since_best = 0;
-    }
-    return residual;
+    return active;
   };
-  auto done = [&] { return best.error <= kGoodEnough || best.evaluations >= options.max_evaluations; };
-
-  Eigen::VectorXd x = knob_values(start);
-  Eigen::VectorXd previous_x = x, previous_residual = evaluate(x);
-  Eigen::VectorXd differenced_at;  // the best point whose Jacobian was last measured
-  double trust = 1;  // the share of the solved step taken: halved after a worse point, doubled after a better
-  while (!done()) {
-    if (since_best >= kStallEvaluations && (differenced_at.size() == 0 || differenced_at != best_x) &&
-        best.evaluations + int(active.size()) <= options.max_evaluations) {
-      // Finite differences at the best point: each free knob moved alone by a share of its step,
-      // towards the inside of its bounds. J's column k is the measured change per unit of knob k.
-      const Eigen::VectorXd at = best_x, at_residual = best_residual;
-      differenced_at = at;
-      for (const int k : active) {
-        const double size = kDifferenceStep * knobs()[std::size_t(k)].max_step;
-        Eigen::VectorXd moved = at;
-        const double h = at[k] + size <= knob_bounds(k, target).second ? size : -size;
-        moved[k] += h;
-        const Eigen::VectorXd residual = evaluate(moved);
-        jacobian.col(k) = (at_residual - residual) / h;
-        if (done()) break;
-      }
-      since_best = 0;
-      trust = 1;
-      previous_x = at;
-      previous_residual = at_residual;
-      if (done()) break;
-    }
-    // Solve J dx = r (least squares with several lengths) on the free knobs at the best point: the
-    // measured statistics move by J dx, the residual by -J dx.
-    Eigen::MatrixXd j(rows.size(), active.size());
-    Eigen::VectorXd r(rows.size());
-    for (std::size_t a = 0; a < rows.size(); ++a) {
-      r[Eigen::Index(a)] = best_residual[rows[a]];
-      for (std::size_t b = 0; b < active.size(); ++b) j(Eigen::Index(a), Eigen::Index(b)) = jacobian(rows[a], active[b]);
-    }
-    Eigen::VectorXd step = j.colPivHouseholderQr().solve(r);
-    if (!step.allFinite()) step = Eigen::VectorXd::Zero(Eigen::Index(active.size()));
-    double shrink = trust;
-    for (std::size_t a = 0; a < active.size(); ++a) {
-      const double limit = knobs()[std::size_t(active[a])].max_step;
-      if (std::abs(step[Eigen::Index(a)]) > limit) shrink = std::min(shrink, trust * limit / std::abs(step[Eigen::Index(a)]));
-    }
-    x = best_x;
-    for (std::size_t a = 0; a < active.size(); ++a) {
-      const auto [lower, upper] = knob_bounds(active[a], target);
-      x[active[a]] = std::clamp(best_x[active[a]] + shrink * step[Eigen::Index(a)], lower, upper);
-    }
-    if ((x - best_x).squaredNorm() < 1e-18) break;  // pinned at the bounds: nothing left to try
-    const Eigen::VectorXd residual = evaluate(x);
-    trust = since_best == 0 ? std::min(1.0, 2 * trust) : std::max(kLeastTrust, trust / 2);
-    // Broyden: J += (d_measured - J dx) dx^T / |dx|^2, d_measured = -d_residual.
-    const Eigen::VectorXd dx = x - previous_x;
-    if (dx.squaredNorm() > 1e-18) {
-      jacobian += ((previous_residual - residual) - jacobian * dx) * dx.transpose() / dx.squaredNorm();
-    }
-    previous_x = x;
-    previous_residual = residual;
+  std::vector<FitStatistic> first;  // every fitted statistic but low_norm_share
+  std::copy_if(statistics.begin(), statistics.end(), std::back_inserter(first), [](const FitStatistic& s) {
+    return s.member != fit_statistics()[std::size_t(kLowNormKnob)].member;
+  });
+  LayerSearch search(targets, lengths, real_shape, score_scale, options, start);
+  search.run(free_knobs(first), first, {}, 0, options.max_evaluations);
+  if (first.size() < statistics.size()) {
+    search.run(free_knobs(statistics), statistics, first, options.low_norm_margin, 2 * options.max_evaluations);
   }
-  return best;
+  return search.best();
 }
 
 }  // namespace
@@ -359,6 +443,10 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
   const Shape& s = real.shape();
   const int tokens = options.tokens > 0 ? options.tokens : s.tokens;
   if (options.seeds < 1) throw InputError("workload fit", "seeds", "at least 1", std::to_string(options.seeds));
+  if (!(options.low_norm_margin > 0)) {
+    throw InputError("workload fit", "low_norm_margin", "a share of the tolerances > 0",
+                     significant_digits(options.low_norm_margin, 6));
+  }
   if (options.max_evaluations < 1) {
     throw InputError("workload fit", "max_evaluations", "at least 1", std::to_string(options.max_evaluations));
   }

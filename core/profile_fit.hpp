@@ -21,7 +21,9 @@
 ///                               where every fitted length holds the whole wide window
 ///                               (fitted_statistics()); else no reach
 ///   low_norm_share           <- salient_low_norm (heavy-hitter keys at low norms), with
-///                               FitOptions::low_norm; else 0
+///                               FitOptions::low_norm: a second search from the first one's best
+///                               point, which keeps the other statistics within
+///                               FitOptions::low_norm_margin; else 0
 /// by Broyden's method (a secant Jacobian of all of them, measured afresh by finite differences when
 /// the search stalls) on generated copies of the layer, generated with the
 /// layer's own random streams, so the twin's layer l is the workload the fit measured (with
@@ -88,10 +90,18 @@ struct FitOptions {
   bool wide_recent = false;
   /// Also fit low_norm_share (the attention on the lowest-norm tenth of the keys) with
   /// salient_low_norm, which moves the heavy-hitter types' keys to low norms and takes their
-  /// recency away; the l2norm, local and streamingllm policies' results depend on it (give it
-  /// max_evaluations 60: the parameter moves the recent mass and the top share too). false:
+  /// recency away; the l2norm, local and streamingllm policies' results depend on it. Each layer
+  /// is first fitted without it (as with false), then searched on from that point with
+  /// salient_low_norm free, for up to 2 · max_evaluations more points, among those whose other
+  /// statistics stay within low_norm_margin of their tolerances: the low-norm share is matched as
+  /// far as the others allow (the parameter moves the recent mass and the top share too). false:
   /// salient_low_norm stays 0.
   bool low_norm = false;
+  /// With low_norm, the largest error (in tolerances, at every fitted length) the other statistics
+  /// may take for the low-norm share (> 0). 0.75: below 1, so the twin's other seeds and lengths
+  /// hold them too; larger values trade them for the low-norm share and the eviction transfer
+  /// that follows it (bench/results/twin_fit.md).
+  double low_norm_margin = 0.75;
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.
   InspectOptions inspect = [] {
@@ -136,8 +146,10 @@ double fit_error(const LayerStatistics& a, const LayerStatistics& b, const std::
 /// Fits one LLM-like parameter set per layer of `real` (tokens > 2 · inspect.recent_window,
 /// head_dim even and >= 8) so that each generated layer's statistics match the real layer's
 /// (FitStatistic tolerances); `name` names the profile. Returns the best parameters found per
-/// layer (smallest fit_error) even where a statistic could not be matched. Throws InputError for
-/// an unusable workload or options. Cost O(layers · max_evaluations · q_heads · n² · d).
+/// layer (smallest fit_error; with FitOptions::low_norm, smallest among the points that keep the
+/// other statistics within FitOptions::low_norm_margin where any does) even where a statistic
+/// could not be matched. Throws InputError for an unusable workload or options. Cost
+/// O(layers · max_evaluations · q_heads · n² · d), three times that with FitOptions::low_norm.
 ProfileFit fit_profile(const Workload& real, const std::string& name, const FitOptions& options = {});
 
 }  // namespace subevict

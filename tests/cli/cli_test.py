@@ -427,6 +427,8 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_one_line_error(run("workload", "fit", long_enough, "-o", self.path("t.toml"),
                                        "--shorter-lengths", "0.5,1.5"), "shorter_lengths", "1.5")
+        self.assert_one_line_error(run("workload", "fit", long_enough, "-o", self.path("t.toml"),
+                                       "--low-norm", "--low-norm-margin", "0"), "low_norm_margin", "got 0")
         self.assertFalse(os.path.exists(self.path("t.toml")))
 
     def test_unwritable_outputs_leave_no_file(self):

@@ -248,17 +248,30 @@ TEST(ProfileFit, FitsTheRecencyReachWhereTheLengthHoldsTheWideWindow) {
   }
 }
 
+/// The dense layer of dense_layer_spec(23) at 2 · kTokens tokens with heavy-hitter keys at low
+/// norms (salient_low_norm 0.9), its key norms spread over `norm_spread` key units.
+Workload low_norm_layer(double norm_spread) {
+  WorkloadSpec spec = dense_layer_spec(23, 2 * kTokens);
+  spec.layer_params[0].heavy_logit = 1.5;
+  spec.layer_params[0].salient_low_norm = 0.9;
+  spec.layer_params[0].norm_spread = norm_spread;
+  return generate_workload(spec, 1);
+}
+
+/// small_fit(6) with the default evaluations.
+FitOptions low_norm_fit() {
+  FitOptions options = small_fit(6);
+  options.max_evaluations = FitOptions{}.max_evaluations;
+  return options;
+}
+
 TEST(ProfileFit, FitsTheHeavyHittersLowNormsWhenAsked) {
   // A layer whose heavy-hitter keys sit at low norms (salient_low_norm 0.9): the lowest-norm tenth
   // of the keys receives far more than the unordered norms give. Asked for (FitOptions::low_norm),
   // the fit matches that share with salient_low_norm; the same twin with unordered norms misses it
   // (so the check can fail), and the fit not asked leaves salient_low_norm at 0.
-  WorkloadSpec spec = dense_layer_spec(23, 2 * kTokens);
-  spec.layer_params[0].heavy_logit = 1.5;
-  spec.layer_params[0].salient_low_norm = 0.9;
-  const Workload real = generate_workload(spec, 1);
-  FitOptions options = small_fit(6);
-  options.max_evaluations = FitOptions{}.max_evaluations;
+  const Workload real = low_norm_layer(LlmLikeParams{}.norm_spread);
+  FitOptions options = low_norm_fit();
   const ProfileFit plain = fit_profile(real, "five", small_fit(6));
   EXPECT_EQ(plain.statistics.size(), 5u);
   EXPECT_EQ(plain.layers.front().params.salient_low_norm, 0.0);
@@ -276,6 +289,37 @@ TEST(ProfileFit, FitsTheHeavyHittersLowNormsWhenAsked) {
       inspect_workload(generate_workload(spec_from_profile(unordered, 2 * kTokens, 0, 6), 1), inspect));
   EXPECT_GT(l.target.mean.low_norm_share - measured.front().mean.low_norm_share, 0.08)
       << "twin/real:" << statistics_text(measured.front(), l.target);
+}
+
+TEST(ProfileFit, TheLowNormSearchKeepsTheOtherStatisticsWithinItsMargin) {
+  // Heavy-hitter keys at low norms, but real key norms spread over 4 units where the twin's spread
+  // over 24: the twin reaches the low-norm share only by moving the top share and the recent mass.
+  // The low-norm search keeps the five within FitOptions::low_norm_margin at both lengths and
+  // reports the low-norm share it could not reach; with a margin of 100 tolerances it gives the
+  // five up for the share (so the check can fail).
+  FitOptions options = low_norm_fit();
+  options.low_norm = true;
+  const Workload real = low_norm_layer(4);
+  auto five_error = [](const ProfileFit& fit) {
+    const std::vector<FitStatistic> five(fit.statistics.begin(), fit.statistics.begin() + 5);
+    const LayerFit& l = fit.layers.front();
+    double worst = 0;
+    for (std::size_t i = 0; i < l.length_fitted.size(); ++i) {
+      worst = std::max(worst, fit_error(l.length_fitted[i], l.length_targets[i], five));
+    }
+    return worst;
+  };
+  const ProfileFit fit = fit_profile(real, "low norm", options);
+  ASSERT_EQ(fit.statistics.size(), 6u);
+  ASSERT_EQ(fit.lengths.size(), 2u);
+  const LayerFit& l = fit.layers.front();
+  EXPECT_LE(five_error(fit), options.low_norm_margin) << "twin/real:" << statistics_text(l.fitted, l.target);
+  EXPECT_GT(l.error, 1.0);                            // the low-norm share, not matched, is reported
+  EXPECT_GT(l.evaluations, options.max_evaluations);  // the second search ran
+  options.low_norm_margin = 100;
+  const ProfileFit traded = fit_profile(real, "low norm, any margin", options);
+  EXPECT_GT(five_error(traded), 1.0);
+  EXPECT_LT(traded.layers.front().error, l.error);
 }
 
 /// Every query along one direction u, key j = norm_j u: the score grows with the key norm, so
@@ -333,6 +377,9 @@ TEST(ProfileFit, RejectsUnusableInput) {
   none.max_evaluations = 0;
   const Workload w = generate_workload(two_layer_spec(1), 1);
   EXPECT_THROW(fit_profile(w, "x", none), InputError);
+  FitOptions no_margin;
+  no_margin.low_norm_margin = 0;
+  EXPECT_THROW(fit_profile(w, "x", no_margin), InputError);
 }
 
 }  // namespace
