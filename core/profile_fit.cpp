@@ -168,6 +168,7 @@ constexpr int kStallEvaluations = 3;
 constexpr double kDifferenceStep = 0.25;
 /// The smallest share of a solved step the fit takes after worse points.
 constexpr double kLeastTrust = 1.0 / 16;
+
 /// The parameter search of one layer (fit_layer): generated copies of the layer, measured at every
 /// fitted length (the mean over the fit's seeds), and the best point found so far.
 class LayerSearch {

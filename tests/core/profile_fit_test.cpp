@@ -56,6 +56,15 @@ std::string statistics_text(const LayerStatistics& twin, const LayerStatistics& 
   return text;
 }
 
+/// The largest fit_error of `l` over its fitted lengths, on `statistics`.
+double error_over_lengths(const LayerFit& l, const std::vector<FitStatistic>& statistics) {
+  double worst = 0;
+  for (std::size_t i = 0; i < l.length_fitted.size(); ++i) {
+    worst = std::max(worst, fit_error(l.length_fitted[i], l.length_targets[i], statistics));
+  }
+  return worst;
+}
+
 FitOptions small_fit(std::uint64_t seed) {
   FitOptions options;
   options.seed = seed;
@@ -121,7 +130,6 @@ TEST(ProfileFit, FitsEveryLengthAgainstTheRealPrefixAndReportsTheWorst) {
   const auto prefix = per_layer_statistics(inspect_workload(first_tokens(real, kTokens), inspect));
   for (const LayerFit& l : fit.layers) {
     ASSERT_EQ(l.length_targets.size(), 2u);
-    double worst = 0;
     for (std::size_t i = 0; i < fit.lengths.size(); ++i) {
       const auto twin = per_layer_statistics(
           inspect_workload(generate_workload(spec_from_profile(fit.profile, fit.lengths[i], 0, 3), 1), inspect));
@@ -129,9 +137,8 @@ TEST(ProfileFit, FitsEveryLengthAgainstTheRealPrefixAndReportsTheWorst) {
         EXPECT_DOUBLE_EQ(twin[std::size_t(l.layer)].mean.*st.member, l.length_fitted[i].mean.*st.member)
             << "layer " << l.layer << " tokens " << fit.lengths[i] << " " << st.name;
       }
-      worst = std::max(worst, fit_error(l.length_fitted[i], l.length_targets[i], fit.statistics));
     }
-    EXPECT_DOUBLE_EQ(l.error, worst) << "layer " << l.layer;
+    EXPECT_DOUBLE_EQ(l.error, error_over_lengths(l, fit.statistics)) << "layer " << l.layer;
     EXPECT_LE(l.error, 1.0) << "layer " << l.layer;
     for (const FitStatistic& st : fit_statistics()) {
       EXPECT_DOUBLE_EQ(l.length_targets[1].mean.*st.member, prefix[std::size_t(l.layer)].mean.*st.member) << st.name;
@@ -302,12 +309,7 @@ TEST(ProfileFit, TheLowNormSearchKeepsTheOtherStatisticsWithinItsMargin) {
   const Workload real = low_norm_layer(4);
   auto five_error = [](const ProfileFit& fit) {
     const std::vector<FitStatistic> five(fit.statistics.begin(), fit.statistics.begin() + 5);
-    const LayerFit& l = fit.layers.front();
-    double worst = 0;
-    for (std::size_t i = 0; i < l.length_fitted.size(); ++i) {
-      worst = std::max(worst, fit_error(l.length_fitted[i], l.length_targets[i], five));
-    }
-    return worst;
+    return error_over_lengths(fit.layers.front(), five);
   };
   const ProfileFit fit = fit_profile(real, "low norm", options);
   ASSERT_EQ(fit.statistics.size(), 6u);
