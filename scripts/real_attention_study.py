@@ -105,15 +105,13 @@ def twin_ratios_at_seed(out, profile, tokens, seed, threads, budgets):
     OUT/simulate_twin_seedN/); the generated workload is removed once simulated."""
     name = f"twin_seed{seed}"
     path = os.path.join(out, f"{name}.safetensors")
-
-    def generate_and_simulate():
+    if not os.path.exists(os.path.join(out, f"simulate_{name}", "summary.csv")):
         run(SUBEVICT, "workload", "generate", "--profile", profile, "--tokens", str(tokens), "--seed", str(seed),
             "-o", path)
-        simulate(out, name, path, threads, seed, budgets)
+    ratios = simulate(out, name, path, threads, seed, budgets)
+    if os.path.exists(path):
         os.remove(path)
-
-    cached(os.path.join(out, f"simulate_{name}", "summary.csv"), generate_and_simulate)
-    return simulate(out, name, path, threads, seed, budgets)
+    return ratios
 
 
 def inspect(out, name, path):

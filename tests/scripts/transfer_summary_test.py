@@ -18,27 +18,9 @@ SPEC.loader.exec_module(study)
 
 
 def ratios_with_misses(layers, misses):
-    """Real ratio 0.9 in every cell; the twin 0.1 off in the first `misses` cells, 0.01 off elsewhere."""
-    real, twin = {}, {}
-    cells = [(p, b, l) for b in study.TRANSFER_BUDGETS for p in study.TRANSFER_POLICIES for l in range(layers)]
-    for i, cell in enumerate(cells):
-        real[cell] = 0.9
-        twin[cell] = 0.8 if i < misses else 0.89
-    return {"real": real, "twin": twin}, len(cells)
-
-
-class TransferVerdict(unittest.TestCase):
-    def verdict_line(self, misses):
-        summary, cells = ratios_with_misses(50, misses)  # 12 x 50 = 600 cells
-        self.assertEqual(cells, 600)
-        return [line for line in study.transfer_summary(summary).splitlines() if line.startswith("All (layer")][0]
-
-    def test_exactly_ninety_percent_is_met(self):
-        self.assertIn("540 of 600 within 0.05 (90.0%; the acceptance asks for 90%: met)", self.verdict_line(60))
-
-    def test_just_below_is_not_met_and_not_rounded_up(self):
-        line = self.verdict_line(62)  # 538 of 600 = 89.67%, which rounds to 90% without a decimal
-        self.assertIn("538 of 600 within 0.05 (89.7%; the acceptance asks for 90%: not met)", line)
+    """Real ratio 0.9 in every cell; the twin 0.1 off in `misses` cells, 0.01 off elsewhere."""
+    real = {(p, b, l): 0.9 for b in study.TRANSFER_BUDGETS for p in study.TRANSFER_POLICIES for l in range(layers)}
+    return {"real": real, "twin": twin_with(real, misses)}, len(real)
 
 
 def twin_with(real, misses, swap_budget=None):
@@ -54,6 +36,20 @@ def twin_with(real, misses, swap_budget=None):
                 other = "tova" if policy == "h2o" else "h2o"
                 twin[(policy, budget, layer)] = real[(other, budget, layer)]
     return twin
+
+
+class TransferVerdict(unittest.TestCase):
+    def verdict_line(self, misses):
+        summary, cells = ratios_with_misses(50, misses)  # 12 x 50 = 600 cells
+        self.assertEqual(cells, 600)
+        return [line for line in study.transfer_summary(summary).splitlines() if line.startswith("All (layer")][0]
+
+    def test_exactly_ninety_percent_is_met(self):
+        self.assertIn("540 of 600 within 0.05 (90.0%; the acceptance asks for 90%: met)", self.verdict_line(60))
+
+    def test_just_below_is_not_met_and_not_rounded_up(self):
+        line = self.verdict_line(62)  # 538 of 600 = 89.67%, which rounds to 90% without a decimal
+        self.assertIn("538 of 600 within 0.05 (89.7%; the acceptance asks for 90%: not met)", line)
 
 
 class SeedTransferVerdict(unittest.TestCase):
