@@ -70,6 +70,7 @@ enum class Stream : std::uint32_t {
   kTypeSalience = 6,
   kDirections = 7,
   kSinkHead = 8,  ///< uniform element 0 of (layer, q_head): whether that query head attends to sinks
+  kSinkToken = 9,  ///< uniform element s of (0, 0): where in stretch s its later sink token lies
 };
 
 /// Tensor id of `stream` for (layer, head): stream in the top 16 bits, then 24 bits each.

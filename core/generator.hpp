@@ -105,6 +105,18 @@ struct LlmLikeParams {
   /// none: the most salient keys draw attention from every distance alike, as real heavy hitters
   /// do). 0 (the default): every key as the model above.
   double salient_low_norm = 0.0;
+  /// In [0, 1): the share of the tokens after the first `sinks` that are sink tokens too, keyed as
+  /// the first ones are (the same sink term, bare with low_norm_sinks or exact_sinks), as real
+  /// models' early layers attend to a dozen later tokens alike with the first one (SmolLM2-135M
+  /// layers 3-10: 11-13 of 2048 keys, at the lowest key norms, 0.2-0.8 of the attention). Exactly
+  /// K = round(sink_token_rate · (tokens - sinks)) of them, one in each of K equal stretches of
+  /// the later tokens, at the place uniform(seed, (kSinkToken, 0, 0), s) draws within stretch s
+  /// (core/sink_token.hpp): the seed chooses WHERE (as the text does) but never HOW MANY, nor
+  /// leaves a long stretch without one (where they fall decides how much a window that keeps the
+  /// first token misses: drawn independently per token, the twin's streamingllm / OPT moved by up
+  /// to 0.15 between seeds). Layers with the same K share them. 0 (the default): the first `sinks`
+  /// tokens only.
+  double sink_token_rate = 0.0;
   /// 1: the layer's per-head structure (which heads are sink heads, the directions u, c, p, p',
   /// the recency vector w, the type saliences cos phi_t) is drawn with seed 0 whatever the
   /// workload's seed, like a model's weights; only the token-level draws (content, token types,
@@ -130,8 +142,8 @@ struct LlmLikeParams {
   /// content_logit_std, sink_logit, heavy_logit, recency_logit and value_std in
   /// [0, kLlmMaxMagnitude]; norm_logit_range in [-kLlmMaxMagnitude, kLlmMaxMagnitude]; sinks >= 0;
   /// sink_head_fraction in [0, 1]; sink_heads >= -1; low_norm_sinks, exact_sinks, exact_recency
-  /// and fixed_structure 0 or 1; recency_reach 0 or in [1, kLlmMaxMagnitude]; salient_low_norm in [0, 1];
-  /// token_types in [1, kLlmMaxTokenTypes];
+  /// and fixed_structure 0 or 1; recency_reach 0 or in [1, kLlmMaxMagnitude]; salient_low_norm in
+  /// [0, 1]; sink_token_rate in [0, 1); token_types in [1, kLlmMaxTokenTypes];
   /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
   /// temperature >= kLlmMinMagnitude; window >= 0.
   void validate() const;
@@ -161,8 +173,8 @@ void for_each_llm_field(Params& params, Visit visit) {
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
 /// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure,
-/// exact_sinks, recency_reach and salient_low_norm. The one list the command line, the workload metadata and
-/// profile files (core/generator_profile.hpp) are built from.
+/// exact_sinks, recency_reach, salient_low_norm and sink_token_rate. The one list the command line,
+/// the workload metadata and profile files (core/generator_profile.hpp) are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
   for_each_llm_field(params, visit);
@@ -176,6 +188,8 @@ void for_each_llm_param(Params& params, Visit visit) {
   visit("recency_reach", params.recency_reach, "Keys beyond which the recency falls off (0: no cut)");
   visit("salient_low_norm", params.salient_low_norm,
         "In [0, 1]: how far heavy-hitter keys' content, recency and norm component are lowered (1: the lowest norms)");
+  visit("sink_token_rate", params.sink_token_rate,
+        "In [0, 1): share of the later tokens that are sink tokens too (0: the first `sinks` only)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

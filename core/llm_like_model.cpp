@@ -109,6 +109,13 @@ LlmLikeTables build_llm_like_tables(const WorkloadSpec& spec) {
     }
   }
 
+  // Later sink tokens: round(rate · (tokens - sinks)) per layer.
+  for (int l = 0; l < s.layers; ++l) {
+    const LlmLikeParams& layer = spec.layer_llm(l);
+    const int later = std::max(0, s.tokens - layer.sinks);
+    t.layers[std::size_t(l)].sink_tokens = std::min(later, int(std::lround(layer.sink_token_rate * later)));
+  }
+
   // Token types: Zipf(alpha) over ranks 1..T by inverse CDF on the host table.
   std::vector<double> cdf(prm.token_types);
   double total = 0;
@@ -210,7 +217,8 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
                       int layer, int kv_head, int j, float* out) {
   double row[1024];
   const LlmLikeLayerTables& c = t.layers[std::size_t(layer)];
-  if (c.bare_sinks != 0 && j < c.sinks) {  // a bare sink key: its sink direction alone
+  const bool sink_token = is_sink_token(seed, c.sinks, c.sink_tokens, t.tokens, j);
+  if (c.bare_sinks != 0 && sink_token) {  // a bare sink key: its sink direction alone
     const int base = t.head_dim - kStructureDims;
     for (int x = 0; x < t.head_dim; ++x) out[x] = float(x < base ? 0.0 : c.sink_amp * head.u[x - base]);
     return;
@@ -228,7 +236,7 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
     for (int x = 0; x < kStructureDims; ++x) along += row[first + x] * head.u[x];
     for (int x = 0; x < kStructureDims; ++x) row[first + x] = row[first + x] - along * head.u[x];
   }
-  const double sink = j < c.sinks ? c.sink_amp : 0.0;
+  const double sink = sink_token ? c.sink_amp : 0.0;
   const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
   const double drawn = c.norm_spread * uniform(seed, stream_id(Stream::kKeyNormBias, layer, kv_head), j);
   const double m = drawn * scale;

@@ -10,6 +10,7 @@
 
 #include "core/counter_rng.hpp"
 #include "core/generator.hpp"
+#include "core/sink_token.hpp"
 
 namespace subevict {
 
@@ -39,6 +40,9 @@ struct LlmLikeLayerTables {
   /// (LlmLikeParams::low_norm_sinks or exact_sinks).
   int bare_sinks = 0;
   int rope_table = 0;      ///< which of LlmLikeTables' RoPE tables (the layer's rope_base) it reads
+  /// The number of later sink tokens, round(LlmLikeParams::sink_token_rate · (tokens - sinks)),
+  /// placed by is_sink_token (core/sink_token.hpp).
+  int sink_tokens = 0;
 };
 
 /// Tables shared by all heads (token identities and RoPE angles) plus the per-layer and per-head

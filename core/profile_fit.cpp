@@ -119,12 +119,18 @@ LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, 
   p.sink_heads = sink_heads_for(target.sink_head_rate, target.mean.first_token_mass, shape.q_heads);
   p.sink_head_fraction = double(p.sink_heads) / shape.q_heads;  // informational: sink_heads decides
   p.exact_sinks = p.sink_heads > 0 ? 1 : 0;  // a sink's logit is sink_logit under every seed of the twin
-  // A sink head's first-token mass m against ~n/2 competitors of mean weight exp(c^2/2):
-  // sink_logit ~ logit(m) + log(n/2) + c^2/2.
-  const double share = p.sink_heads > 0 ? std::min(0.95, target.mean.first_token_mass / p.sink_head_fraction) : 0.0;
+  // The real layer's later sink tokens where it has sink heads (FitOptions::sink_tokens): measured,
+  // not searched, as the sink-head count is.
+  p.sink_token_rate = options.sink_tokens && p.sink_heads > 0 ? target.mean.sink_token_rate : 0.0;
+  // A sink head's first-token mass m, shared alike by the s ~ 1 + rate n / 2 sink tokens a query
+  // sees, against ~n/2 competitors of mean weight exp(c^2/2): sink_logit ~ logit(s m) + log(n/2)
+  // + c^2/2 - log(s).
+  const double seen = 1 + p.sink_token_rate * shape.tokens / 2.0;
+  const double share =
+      p.sink_heads > 0 ? std::min(0.95, seen * target.mean.first_token_mass / p.sink_head_fraction) : 0.0;
   p.sink_logit = p.sink_heads > 0 && share > 0
                      ? std::clamp(std::log(share / (1 - share)) + std::log(shape.tokens / 2.0) +
-                                      0.5 * p.content_logit_std * p.content_logit_std,
+                                      0.5 * p.content_logit_std * p.content_logit_std - std::log(seen),
                                   0.0, 25.0)
                      : 0.0;
   p.norm_logit_range = target.mean.norm_attention_spearman < -kSignedSpearman ? 3.0 : 0.0;

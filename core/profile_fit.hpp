@@ -11,7 +11,8 @@
 ///                               the real layer's first key has a below-median norm, exact
 ///                               (exact_sinks) where the layer has sink heads, and the exact
 ///                               sink-head count (sink_heads) set from the real layer's
-///                               sink-head rate, so every seed of the twin has as many
+///                               sink-head rate, so every seed of the twin has as many; with
+///                               FitOptions::sink_tokens the real layer's sink_token_rate too
 ///   received_top_share       <- heavy_logit (salience of heavy-hitter token types)
 ///   recent_mass              <- recency_logit (RoPE recency on the layer's base), window
 ///                               FitOptions::inspect
@@ -102,6 +103,11 @@ struct FitOptions {
   /// hold them too; larger values trade them for the low-norm share and the eviction transfer
   /// that follows it (bench/results/twin_fit.md).
   double low_norm_margin = 0.75;
+  /// Also give the twin the real layer's later sink tokens: where the layer has sink heads, its
+  /// sink_token_rate is the real layer's measured one (HeadStatistics::sink_token_rate, averaged
+  /// over its heads), set, not searched, and sink_logit is then fitted for the first-token mass
+  /// with that many sinks sharing the attention. false: the first token is the only sink.
+  bool sink_tokens = false;
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.
   InspectOptions inspect = [] {

@@ -14,6 +14,27 @@
 #include "core/statistics.hpp"
 
 namespace subevict {
+namespace {
+
+/// HeadStatistics::sink_token_rate from far[j] = sum of a_ij / max_j' a_ij' over i >= j + recent
+/// (the queries that see j: all later ones on a global layer, window = 0, else those within the
+/// window): keys [0, keys) compete, keys [sinks, keys) count.
+double sink_token_rate(const Eigen::VectorXd& far, int keys, int recent, int window, int sinks) {
+  const int n = int(far.size());
+  std::vector<double> mean(std::size_t(std::max(keys, 0)), 0.0);
+  double strongest = 0;
+  for (int j = 0; j < keys; ++j) {
+    const int rows = (window > 0 ? std::min(n, j + window) : n) - (j + recent);
+    mean[std::size_t(j)] = rows > 0 ? far[j] / double(rows) : 0.0;
+    strongest = std::max(strongest, mean[std::size_t(j)]);
+  }
+  if (strongest <= 0 || keys <= sinks) return 0.0;
+  long long like_sinks = 0;
+  for (int j = sinks; j < keys; ++j) like_sinks += mean[std::size_t(j)] >= kSinkTokenFloor * strongest;
+  return double(like_sinks) / double(keys - sinks);
+}
+
+}  // namespace
 
 void check_inspect_options(const InspectOptions& opt) {
   const auto refuse = [](const char* field, const char* flag, const std::string& expected, double got) {
@@ -63,6 +84,8 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
   const int first_from = std::min(opt.first_token_from, n / 2);
   const int late_from = n - std::min(opt.late_rows, n / 2);
   Eigen::VectorXd accumulated = Eigen::VectorXd::Zero(n);
+  // sink_token_rate: sum of a_ij / max_j' a_ij' over i >= j + recent_window.
+  Eigen::VectorXd far_accumulated = Eigen::VectorXd::Zero(n);
   // recency_slope: near distances [near, 2 near) against far ones [far / 2, far).
   const int far = std::min({opt.wide_recent_window, n / 2, st.window > 0 ? st.window : n});
   // Below 4 keys no row qualifies (the slope is then 0).
@@ -91,6 +114,9 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
           if (i >= wide) wide_total += row.tail(wide).sum();
           if (i >= first_from) first_total += row[0];
           if (i >= late_from) late_total += row[0];
+          if (i >= opt.recent_window) {
+            far_accumulated.head(i - opt.recent_window + 1) += row.head(i - opt.recent_window + 1) / row.maxCoeff();
+          }
         }
         accumulated += a.colwise().sum().transpose();
       },
@@ -121,6 +147,7 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
     norms.push_back(all_norms[std::size_t(j)]);
   }
   st.heavy_share = top_share(received, opt.top_fraction);
+  st.sink_token_rate = sink_token_rate(far_accumulated, n - wide, opt.recent_window, st.window, opt.sinks);
   st.norm_attention_spearman = spearman_correlation(norms, received);
   return st;
 }

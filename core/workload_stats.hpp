@@ -11,6 +11,12 @@
 
 namespace subevict {
 
+/// HeadStatistics::sink_token_rate: a key whose far attention is at least this share of the
+/// strongest key's is attended like a sink. On SmolLM2-135M's layers 3, 5, 8 and 10 (GPL-3 text,
+/// 2048 tokens, mean over heads of the sorted values) the 13 strongest keys sit at 0.42-1 of the
+/// strongest, the next two at 0.27-0.39, the rest below 0.27 (bench/results/twin_fit.md).
+inline constexpr double kSinkTokenFloor = 0.35;
+
 /// Settings of the measurement (all positions 0-based).
 struct InspectOptions {
   double tau = 0.01;         ///< sparsity threshold relative to the row maximum
@@ -66,6 +72,15 @@ struct InspectOptions {
 ///   low_norm_share    share of those column sums on the ceil(top_fraction n) keys of lowest
 ///                     ||k_j|| (ties to the earlier key): the mass a key-norm ranking (L2-norm
 ///                     eviction's) would keep if it kept that many keys for the whole run
+///   sink_token_rate   the share of the keys j in [sinks, n - W) (W as in wide_recent_mass) that
+///                     are attended like sinks: whose far attention f_j, the mean of a_ij /
+///                     max_j' a_ij' (the weight against the row's largest) over the queries
+///                     i >= j + recent_window that see j, is at least kSinkTokenFloor times the
+///                     largest f over keys [0, n - W) (the first key included); 0 where no key has
+///                     a far query. Against each row's largest weight, not its sum, so a later
+///                     sink that shares its rows with more sinks counts as the first one does.
+///                     Real models' early layers attend to a dozen later tokens alike with the
+///                     first one (LlmLikeParams::sink_token_rate generates them).
 struct HeadStatistics {
   int layer = 0, q_head = 0, kv_head = 0;
   int window = 0;  ///< the layer's mask: 0 global, W a sliding window of W keys
@@ -82,6 +97,7 @@ struct HeadStatistics {
   double wide_recent_mass = 0;
   double low_norm_share = 0;
   double recency_slope = 0;
+  double sink_token_rate = 0;
 };
 
 /// Calls visit(name, member) with a pointer to each measured statistic of HeadStatistics, in
@@ -101,6 +117,7 @@ void for_each_statistic(Visit visit) {
   visit("wide_recent_mass", &HeadStatistics::wide_recent_mass);
   visit("low_norm_share", &HeadStatistics::low_norm_share);
   visit("recency_slope", &HeadStatistics::recency_slope);
+  visit("sink_token_rate", &HeadStatistics::sink_token_rate);
 }
 
 /// The statistics of one layer: the mean over its query heads of every HeadStatistics field

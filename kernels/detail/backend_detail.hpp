@@ -2,7 +2,8 @@
 /// \file
 /// Internal: the plain-data interface between the public kernels API (host, Eigen) and the
 /// backend translation units (kernels/portable.inl compiled by g++ and by nvcc, and the CUDA
-/// kernels). Nothing here includes Eigen, so nvcc only sees this header and core/counter_rng.hpp.
+/// kernels). Nothing here includes Eigen, so nvcc only sees this header, core/counter_rng.hpp and
+/// core/sink_token.hpp.
 /// Not installed as API; tensors are row-major [layer][head][token][dim] as in core::Workload.
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/counter_rng.hpp"
+#include "core/sink_token.hpp"
 
 namespace subevict {
 struct Shape;
@@ -40,6 +42,7 @@ struct LayerCoefficients {
   double sink_amp_q = 0;
   int bare_sinks = 0;
   int rope_table = 0;
+  int sink_tokens = 0;
 };
 
 /// Flattened generator tables (core/llm_like_model.hpp LlmLikeTables) and scalars.
@@ -120,7 +123,8 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
   if (!t.llm_like) return float(normal(t.seed, stream, std::uint64_t(at.token) * t.head_dim + at.x));
   const int kv_index = at.layer * t.kv_heads + at.head;
   const LayerCoefficients& c = t.layers[at.layer];
-  if (c.bare_sinks != 0 && at.token < c.sinks) {  // a bare sink key: its sink direction alone
+  const bool sink_token = is_sink_token(t.seed, c.sinks, c.sink_tokens, t.tokens, at.token);
+  if (c.bare_sinks != 0 && sink_token) {  // a bare sink key: its sink direction alone
     const int xs = at.x - (t.head_dim - kStructure);
     return float(xs < 0 ? 0.0 : c.sink_amp * t.dirs[std::size_t(kv_index) * 4 * kStructure + xs]);
   }
@@ -139,7 +143,7 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
       }
       v = v - along * d[xs];
     }
-    const double sink = at.token < c.sinks ? c.sink_amp : 0.0;
+    const double sink = sink_token ? c.sink_amp : 0.0;
     const double cos_phi = t.cos_phi[type];
     const double sin_phi = std::sqrt(1.0 - cos_phi * cos_phi);
     const double drawn = c.norm_spread * uniform(t.seed, stream_id(Stream::kKeyNormBias, std::uint32_t(at.layer),

@@ -234,6 +234,20 @@ class CliTest(unittest.TestCase):
         for layer in low["layers"]:
             self.assertIn("low_norm_share", layer)
 
+    def fitted_twin_parameter(self, real, name, layers, *extra):
+        """Parameter `name` in each of the `layers` layers of the twin that `workload fit REAL
+        *extra` writes, read back from the twin's metadata (generated at 80 tokens)."""
+        profile = self.path("twin.toml")
+        r = run("workload", "fit", real, "-o", profile, "--evaluations", "1", "--quiet", *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run("workload", "generate", "--profile", profile, "--tokens", "80",
+                "-o", self.path("twin.safetensors"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        meta = self.inspect(self.path("twin.safetensors"))["metadata"]
+        if f"llm.{name}" in meta:
+            return [float(meta[f"llm.{name}"])] * layers
+        return json.loads(meta["llm.per_layer"])[name]
+
     def test_fit_gives_each_twin_layer_the_rope_base_its_file_records(self):
         real = self.path("real.safetensors")
         r = run("workload", "generate", "--preset", "tiny-gqa", "--tokens", "160", "--layers", "2",
@@ -242,28 +256,28 @@ class CliTest(unittest.TestCase):
         drop_generator_metadata(real)
         edit_metadata(real, {"rope_base": "1000000.0", "rope_bases": "10000.0,1000000.0"})
 
-        def fitted_bases(*extra):
-            profile = self.path("twin.toml")
-            r = run("workload", "fit", real, "-o", profile, "--evaluations", "1", "--quiet", *extra)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            r = run("workload", "generate", "--profile", profile, "--tokens", "80",
-                    "-o", self.path("twin.safetensors"))
-            self.assertEqual(r.returncode, 0, r.stderr)
-            meta = self.inspect(self.path("twin.safetensors"))["metadata"]
-            if "llm.rope_base" in meta:
-                return [float(meta["llm.rope_base"])] * 2, r
-            return json.loads(meta["llm.per_layer"])["rope_base"], r
-
-        bases, _ = fitted_bases()
-        self.assertEqual(bases, [1e4, 1e6])
-        bases, _ = fitted_bases("--rope-base", "500")  # the option overrides the file
-        self.assertEqual(bases, [500, 500])
+        self.assertEqual(self.fitted_twin_parameter(real, "rope_base", 2), [1e4, 1e6])
+        # The option overrides the file.
+        self.assertEqual(self.fitted_twin_parameter(real, "rope_base", 2, "--rope-base", "500"), [500, 500])
         for bad in ("10000.0", "10000.0,x", "10000.0,1"):
             edit_metadata(real, {"rope_bases": bad})
             self.assert_one_line_error(
                 run("workload", "fit", real, "-o", self.path("bad.toml"), "--evaluations", "1"),
                 "rope_bases", "one RoPE base > 1 per layer (2)")
             self.assertFalse(os.path.exists(self.path("bad.toml")))
+
+    def test_fit_gives_the_twin_later_sink_tokens_with_sink_tokens(self):
+        # A workload whose first token and 3% of the later ones are sinks alike: --sink-tokens gives
+        # the twin the measured share of them, without it the twin has the first token alone.
+        real = self.path("real.safetensors")
+        r = run("workload", "generate", "--preset", "tiny-gqa", "--tokens", "400", "--layers", "1",
+                "--sinks", "1", "--sink-logit", "9", "--exact-sinks", "1", "--sink-token-rate", "0.03",
+                "-o", real)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        drop_generator_metadata(real)
+        self.assertEqual(self.fitted_twin_parameter(real, "sink_token_rate", 1), [0.0])
+        (rate,) = self.fitted_twin_parameter(real, "sink_token_rate", 1, "--sink-tokens")
+        self.assertGreater(rate, 0.015)
 
     def budget_curves(self, length=12):
         """budget_curve.csv of simulate --budget-curve LENGTH on 2 layers x 2 KV heads, and its

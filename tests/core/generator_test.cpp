@@ -407,6 +407,70 @@ TEST(Generator, RecencyReachShapesTheRecencyLogitAsDocumented) {
   }
 }
 
+// sink_token_rate keys exactly K = round(rate · (n - 1)) later tokens as sinks, one in each of K
+// equal stretches of the later tokens: with exact sinks their keys are the first token's bare sink
+// key bit for bit and every other key differs from it; at rate 0 there is none; another seed
+// moves them within their stretches. inspect's sink_token_rate then measures about the share
+// generated, and about 0 without them.
+TEST(Generator, SinkTokenRateKeysLaterTokensAsTheFirstOne) {
+  LlmLikeParams p = strong_sink();
+  p.sink_logit = 8;
+  p.heavy_logit = 0.5;
+  p.exact_sinks = 1;
+  WorkloadSpec spec = small_llm_spec(3, 2, 1, p);
+  spec.shape.tokens = 1000;
+  const double rates[] = {0.0, 0.01, 0.02};
+  for (int l = 0; l < 3; ++l) spec.layer_params[std::size_t(l)].sink_token_rate = rates[l];
+  const Workload w = generate_workload(spec);
+  const int n = spec.shape.tokens, d = spec.shape.head_dim;
+  std::vector<std::set<int>> sinks(3);
+  for (int l = 0; l < 3; ++l) {
+    SCOPED_TRACE(l);
+    const auto k = w.k(l, 0);
+    for (int j = 1; j < n; ++j) {
+      bool same = true;
+      for (int x = 0; x < d; ++x) same = same && k(j, x) == k(0, x);
+      if (same) sinks[std::size_t(l)].insert(j);
+    }
+    const long count = std::lround(rates[l] * (n - 1));
+    EXPECT_EQ(long(sinks[std::size_t(l)].size()), count);
+    for (long s = 0; s < count; ++s) {  // offsets j - 1 in [s (n - 1) / K, (s + 1) (n - 1) / K)
+      const long first = 1 + s * (n - 1) / count, end = 1 + (s + 1) * (n - 1) / count;
+      const auto in = std::count_if(sinks[std::size_t(l)].begin(), sinks[std::size_t(l)].end(),
+                                    [&](int j) { return j >= first && j < end; });
+      EXPECT_EQ(in, 1) << "stretch " << s;
+    }
+  }
+  EXPECT_TRUE(sinks[0].empty());
+  EXPECT_GT(sinks[1].size(), 0u);
+  WorkloadSpec reseeded = spec;
+  reseeded.seed = spec.seed + 1;
+  const Workload other = generate_workload(reseeded);
+  int moved = 0;
+  for (int j : sinks[2]) {
+    bool same = true;
+    for (int x = 0; x < d; ++x) same = same && other.k(2, 0)(j, x) == other.k(2, 0)(0, x);
+    moved += !same;
+  }
+  EXPECT_GT(moved, 0) << "another seed places the sink tokens elsewhere";
+
+  InspectOptions inspect;
+  inspect.recent_window = 64;
+  const int keys = n - inspect.wide_recent_window;
+  for (int l = 1; l < 3; ++l) {
+    SCOPED_TRACE(l);
+    const auto counted = std::count_if(sinks[std::size_t(l)].begin(), sinks[std::size_t(l)].end(),
+                                       [&](int j) { return j >= inspect.sinks && j < keys; });
+    const double share = double(counted) / (keys - inspect.sinks);
+    for (int h = 0; h < spec.shape.q_heads; ++h) {
+      const double measured = inspect_head(w, l, h, inspect).sink_token_rate;
+      EXPECT_GE(measured, 0.8 * share) << "head " << h;
+      EXPECT_LE(measured, 1.25 * share) << "head " << h;
+    }
+  }
+  EXPECT_LT(inspect_head(w, 0, 0, inspect).sink_token_rate, 0.002) << "only the first token is a sink";
+}
+
 // salient_low_norm scales the content, the recency and the norm component of exactly the
 // heavy-hitter types' keys (salience_ramp(cos phi_t) > 0 in the generator's own tables): every
 // other key keeps its bits, a salient key's rotated dims (content plus recency) and its component
@@ -838,6 +902,8 @@ TEST(ProfileBounds, ParametersAreAcceptedAtTheirLimitsAndRejectedOneStepOutside)
     reject("recency_reach", v, "0 (no cut) or a finite number of keys in [1, 1000000]");
   }
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("salient_low_norm", v);
+  for (double v : {0.0, kTiny, below(1.0)}) accept("sink_token_rate", v);
+  for (double v : {-kTiny, 1.0}) reject("sink_token_rate", v, "a share in [0, 1)");
   for (double v : {-kTiny, above(1.0)}) reject("salient_low_norm", v, "a value in [0, 1]");
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("sink_head_fraction", v);
   reject("sink_head_fraction", -kTiny, "a value in [0, 1]");

@@ -298,6 +298,35 @@ TEST(ProfileFit, FitsTheHeavyHittersLowNormsWhenAsked) {
       << "twin/real:" << statistics_text(measured.front(), l.target);
 }
 
+TEST(ProfileFit, GivesTheTwinTheLaterSinkTokensWhenAsked) {
+  // A layer whose first token and 3% of the later ones are sinks alike (sink_token_rate 0.03).
+  // Asked for (FitOptions::sink_tokens), the twin gets the real layer's measured rate and, with
+  // that many sinks sharing the attention, still the first-token mass; its own measured rate is
+  // the real one's. Not asked, the twin has one sink, so its measured rate misses the real one's
+  // (the check can fail) while the five statistics may still hold.
+  WorkloadSpec spec = dense_layer_spec(23, 2 * kTokens);
+  LlmLikeParams& p = spec.layer_params[0];
+  p.sinks = 1;
+  p.sink_logit = 9;
+  p.exact_sinks = 1;
+  p.sink_token_rate = 0.03;
+  const Workload real = generate_workload(spec, 1);
+  const ProfileFit plain = fit_profile(real, "one sink", small_fit(6));
+  const LayerFit& one = plain.layers.front();
+  EXPECT_EQ(one.params.sink_token_rate, 0.0);
+  ASSERT_GT(one.target.mean.sink_token_rate, 0.015);
+  EXPECT_LT(one.fitted.mean.sink_token_rate, 0.5 * one.target.mean.sink_token_rate);
+  FitOptions options = small_fit(6);
+  options.sink_tokens = true;
+  const ProfileFit fit = fit_profile(real, "sink tokens", options);
+  const LayerFit& l = fit.layers.front();
+  EXPECT_GT(l.params.sink_heads, 0);
+  EXPECT_EQ(l.params.sink_token_rate, l.target.mean.sink_token_rate);
+  EXPECT_NEAR(l.fitted.mean.sink_token_rate, l.target.mean.sink_token_rate, 0.35 * l.target.mean.sink_token_rate);
+  EXPECT_NEAR(l.fitted.mean.first_token_mass, l.target.mean.first_token_mass, 0.08)
+      << "twin/real:" << statistics_text(l.fitted, l.target);
+}
+
 TEST(ProfileFit, TheLowNormSearchKeepsTheOtherStatisticsWithinItsMargin) {
   // Heavy-hitter keys at low norms, but real key norms spread over 4 units where the twin's spread
   // over 24: the twin reaches the low-norm share only by moving the top share and the recent mass.

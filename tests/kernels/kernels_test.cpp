@@ -140,6 +140,7 @@ TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
     p.norm_logit_range = l == 2 ? -1.5 : p.norm_logit_range;  // high-norm keys attract
     p.recency_reach = l == 0 ? 0.0 : 12.0 * l;  // layers 1 and 2: the recency cut at 12 and 24 keys
     p.salient_low_norm = 0.4 * l;  // layers 1 and 2: heavy-hitter keys at lowered norms
+    p.sink_token_rate = l == 0 ? 0.0 : 0.05 * l;  // layers 1 and 2: later sink tokens (bare in layer 2)
   }
   specs.push_back(varied);
   for (const WorkloadSpec& spec : specs) {

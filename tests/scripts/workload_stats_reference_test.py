@@ -30,6 +30,7 @@ FIRST_FROM = 64
 LATE_ROWS = 64
 SINK_HEAD = 0.3
 # Sums over up to n^2 / 2 entries in another order: agreement to about n^2 ulps.
+SINK_TOKEN_FLOOR = 0.35  # core/workload_stats.hpp kSinkTokenFloor
 TOL = 1e-9
 
 
@@ -75,6 +76,18 @@ def recency_slope(q, k, scale):
     return np.mean(diffs) / math.log2((far // 2) / near)
 
 
+def sink_token_rate(a, wide):
+    """Share of the keys [SINKS, n - wide) whose mean weight against their row's largest, over the
+    queries at least RECENT after them, is at least SINK_TOKEN_FLOOR of the strongest key's."""
+    n = a.shape[0]
+    keys = n - wide
+    relative = a / a.max(axis=1, keepdims=True)
+    far = np.array([relative[j + RECENT:, j].mean() if j + RECENT < n else 0.0 for j in range(keys)])
+    if far.max() <= 0 or keys <= SINKS:
+        return 0.0
+    return float((far[SINKS:] >= SINK_TOKEN_FLOOR * far.max()).sum()) / (keys - SINKS)
+
+
 def head_statistics(q, k, scale):
     """Every HeadStatistics field of one head, from its definition."""
     a = causal_attention(q, k, scale)
@@ -104,6 +117,7 @@ def head_statistics(q, k, scale):
         "wide_recent_mass": np.mean([a[i, i - wide + 1:i + 1].sum() for i in rows[wide:]]),
         "low_norm_share": accumulated[lowest].sum() / accumulated.sum(),
         "recency_slope": recency_slope(q, k, scale),
+        "sink_token_rate": sink_token_rate(a, wide),
         "sparsity_entries": n * (n + 1) / 2,
     }
 
@@ -141,7 +155,7 @@ class InspectAgainstNumpy(unittest.TestCase):
             rate = np.mean([m["late_first_token_mass"] > SINK_HEAD for m in members])
             self.assertEqual(row["sink_head_rate"], rate, f"layer {row['layer']}")
             for name in ("first_token_mass", "received_top_share", "recent_mass", "wide_recent_mass",
-                         "low_norm_share", "recency_slope"):
+                         "low_norm_share", "recency_slope", "sink_token_rate"):
                 self.assertLess(abs(row["mean"][name] - np.mean([m[name] for m in members])), TOL)
         return doc
 
@@ -151,6 +165,13 @@ class InspectAgainstNumpy(unittest.TestCase):
         rates = {row["layer"]: row["sink_head_rate"] for row in doc["layers"]}
         self.assertEqual(rates[0], 0.0)  # the profile's dense, sink-free first layers
         self.assertGreater(rates[2], 0.5)  # and a sink layer: both sides of the threshold occur
+
+    def test_later_sink_tokens(self):
+        # 3% of the later tokens keyed as the first one: sink_token_rate counts a share of them.
+        doc = self.run_case("--preset", "mistral-7b", "--uniform-layers", "--layers", "1", "--tokens",
+                            "300", "--seed", "7", "--sinks", "1", "--sink-logit", "8", "--exact-sinks", "1",
+                            "--sink-token-rate", "0.03")
+        self.assertGreater(doc["layers"][0]["mean"]["sink_token_rate"], 0.0)
 
     def test_gqa_uniform_generator(self):
         self.run_case("--preset", "mistral-7b", "--uniform-layers", "--layers", "1", "--tokens",
