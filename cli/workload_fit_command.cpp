@@ -171,7 +171,8 @@ void add_workload_fit(CLI::App& workload) {
       ->capture_default_str();
   cmd->add_flag("--sink-tokens", args->options.sink_tokens,
                 "Also give the twin the real layer's later sink tokens (keys attended like the first one) where "
-                "it has sink heads; the first-token mass is then fitted with them sharing the sink attention");
+                "it has sink heads, and its sink keys the real first key's norm quantile where that is above "
+                "the median; the first-token mass is then fitted with them sharing the sink attention");
   cmd->add_option("--rope-base", args->options.rope_base, "RoPE base of the twin (default: the input's metadata, "
                                                           "else 10000)")
       ->each([args](const std::string&) { args->rope_base_set = true; });

@@ -128,6 +128,8 @@ void LlmLikeParams::validate() const {
           recency_reach);
   require(salient_low_norm >= 0 && salient_low_norm <= 1, "salient_low_norm", "a value in [0, 1]", salient_low_norm);
   require(sink_token_rate >= 0 && sink_token_rate < 1, "sink_token_rate", "a share in [0, 1)", sink_token_rate);
+  require(sink_norm_quantile == -1 || (sink_norm_quantile >= 0 && sink_norm_quantile <= 1), "sink_norm_quantile",
+          "-1 (off) or a quantile in [0, 1]", sink_norm_quantile);
   require(std::isfinite(rope_base) && rope_base > 1, "rope_base", "a finite value > 1", rope_base);
   require(std::isfinite(temperature) && temperature >= kLlmMinMagnitude, "temperature", least, temperature);
   require(in_magnitude(value_std), "value_std", magnitude, value_std);

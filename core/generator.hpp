@@ -117,6 +117,17 @@ struct LlmLikeParams {
   /// to 0.15 between seeds). Layers with the same K share them. 0 (the default): the first `sinks`
   /// tokens only.
   double sink_token_rate = 0.0;
+  /// In [0, 1], or -1 (the default: off): the sink tokens' keys (the first `sinks` and the later
+  /// ones of sink_token_rate alike) get the norm of an ordinary key whose drawn norm component sits
+  /// at this quantile, sqrt(ref^2 + (q · norm_spread)^2) with ref the norm of a key without sink
+  /// and norm component, as some real layers key their sinks at a high norm (Gemma 3 270M: the
+  /// first key at rank 1232-2047 of 2048 in layers 5, 11, 12 and 15, the later sinks of 12 and 15
+  /// at 1577-2045). The key is bare (implies exact_sinks): a_k' u + m c, with m >= 0 along the
+  /// norm direction c and a_k' = a_k + gamma m / a_q (gamma the norm term's query coefficient), so
+  /// a sink head's sink logit stays what it was, while a head without the sink term reads the key's
+  /// norm as any other key's (-norm_logit_range · the norm share). Where the sink key already has
+  /// that norm or more (with low_norm_sinks it has the lowest), it is unchanged.
+  double sink_norm_quantile = -1.0;
   /// 1: the layer's per-head structure (which heads are sink heads, the directions u, c, p, p',
   /// the recency vector w, the type saliences cos phi_t) is drawn with seed 0 whatever the
   /// workload's seed, like a model's weights; only the token-level draws (content, token types,
@@ -143,7 +154,7 @@ struct LlmLikeParams {
   /// [0, kLlmMaxMagnitude]; norm_logit_range in [-kLlmMaxMagnitude, kLlmMaxMagnitude]; sinks >= 0;
   /// sink_head_fraction in [0, 1]; sink_heads >= -1; low_norm_sinks, exact_sinks, exact_recency
   /// and fixed_structure 0 or 1; recency_reach 0 or in [1, kLlmMaxMagnitude]; salient_low_norm in
-  /// [0, 1]; sink_token_rate in [0, 1); token_types in [1, kLlmMaxTokenTypes];
+  /// [0, 1]; sink_token_rate in [0, 1); sink_norm_quantile -1 or in [0, 1]; token_types in [1, kLlmMaxTokenTypes];
   /// zipf_alpha >= 0; norm_spread in [kLlmMinMagnitude, kLlmMaxMagnitude]; rope_base > 1;
   /// temperature >= kLlmMinMagnitude; window >= 0.
   void validate() const;
@@ -173,8 +184,9 @@ void for_each_llm_field(Params& params, Visit visit) {
 
 /// Calls visit(name, field, help) for every field of `params`: for_each_llm_field's, then
 /// sink_head_fraction, window, sink_heads, low_norm_sinks, exact_recency, fixed_structure,
-/// exact_sinks, recency_reach, salient_low_norm and sink_token_rate. The one list the command line,
-/// the workload metadata and profile files (core/generator_profile.hpp) are built from.
+/// exact_sinks, recency_reach, salient_low_norm, sink_token_rate and sink_norm_quantile. The
+/// one list the command line, the workload metadata and profile files (core/generator_profile.hpp)
+/// are built from.
 template <class Params, class Visit>
 void for_each_llm_param(Params& params, Visit visit) {
   for_each_llm_field(params, visit);
@@ -190,6 +202,8 @@ void for_each_llm_param(Params& params, Visit visit) {
         "In [0, 1]: how far heavy-hitter keys' content, recency and norm component are lowered (1: the lowest norms)");
   visit("sink_token_rate", params.sink_token_rate,
         "In [0, 1): share of the later tokens that are sink tokens too (0: the first `sinks` only)");
+  visit("sink_norm_quantile", params.sink_norm_quantile,
+        "In [0, 1]: the sink keys' norm, as a quantile of the drawn key norms (-1: off)");
 }
 
 /// For each parameter of for_each_llm_param, in its order: (name, its value in each of `layers`),

@@ -71,13 +71,22 @@ LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score
   c.value_std = prm.value_std;
   c.sinks = prm.sinks;
   c.sink_amp_q = c.sink_amp;
-  c.bare_sinks = prm.low_norm_sinks != 0 || prm.exact_sinks != 0 ? 1 : 0;
+  c.bare_sinks = prm.low_norm_sinks != 0 || prm.exact_sinks != 0 || prm.sink_norm_quantile >= 0 ? 1 : 0;
+  // The key norm of a token without sink and norm component: content, recency, type terms.
+  const double ref = std::sqrt(c.sigma * c.sigma * d + c.rho * c.rho + c.beta * c.beta);
   if (prm.low_norm_sinks != 0 && c.sink_amp > 0) {
-    // The key norm of a token without sink and norm component: content, recency, type terms.
-    const double ref = std::sqrt(c.sigma * c.sigma * d + c.rho * c.rho + c.beta * c.beta);
     const double a = c.sink_amp;
     if (ref > 0 && ref / 4 < a) c.sink_amp = ref / 4;
     c.sink_amp_q = a * a / c.sink_amp;
+  }
+  const double target = std::hypot(ref, prm.sink_norm_quantile * prm.norm_spread);
+  if (prm.sink_norm_quantile >= 0 && target > c.sink_amp) {
+    // The norm m along c and the raised amplitude a + g m (g = gamma / a_q, 0 without a query
+    // amplitude) that keep a sink head's logit a_q a: (a + g m)^2 + m^2 = target^2, m >= 0.
+    const double a = c.sink_amp, g = c.sink_amp_q > 0 ? c.gamma / c.sink_amp_q : 0.0;
+    const double m = (-a * g + std::sqrt(a * a * g * g - (1 + g * g) * (a * a - target * target))) / (1 + g * g);
+    c.sink_norm = m;
+    c.sink_amp = a + g * m;
   }
   return c;
 }
@@ -220,7 +229,10 @@ void llm_like_key_row(const LlmLikeTables& t, const LlmLikeHeadTables& head, std
   const bool sink_token = is_sink_token(seed, c.sinks, c.sink_tokens, t.tokens, j);
   if (c.bare_sinks != 0 && sink_token) {  // a bare sink key: its sink direction alone
     const int base = t.head_dim - kStructureDims;
-    for (int x = 0; x < t.head_dim; ++x) out[x] = float(x < base ? 0.0 : c.sink_amp * head.u[x - base]);
+    const double a = c.sink_amp, m = c.sink_norm;
+    for (int x = 0; x < t.head_dim; ++x) {
+      out[x] = float(x < base ? 0.0 : m > 0 ? a * head.u[x - base] + m * head.c[x - base] : a * head.u[x - base]);
+    }
     return;
   }
   // The key's type scales its content, recency and norm component alike (salient_low_norm).

@@ -37,12 +37,15 @@ struct LlmLikeLayerTables {
   int sinks = 0;
   double sink_amp_q = 0;
   /// 1: a sink key is sink_amp u alone and other keys carry no content along u
-  /// (LlmLikeParams::low_norm_sinks or exact_sinks).
+  /// (LlmLikeParams::low_norm_sinks, exact_sinks or sink_norm_quantile).
   int bare_sinks = 0;
   int rope_table = 0;      ///< which of LlmLikeTables' RoPE tables (the layer's rope_base) it reads
   /// The number of later sink tokens, round(LlmLikeParams::sink_token_rate · (tokens - sinks)),
   /// placed by is_sink_token (core/sink_token.hpp).
   int sink_tokens = 0;
+  /// A bare sink key's component along the norm direction c: it is sink_amp u + sink_norm c
+  /// (LlmLikeParams::sink_norm_quantile; else 0).
+  double sink_norm = 0;
 };
 
 /// Tables shared by all heads (token identities and RoPE angles) plus the per-layer and per-head

@@ -83,12 +83,14 @@ int sink_heads_for(double rate, double first_token_mass, int heads) {
   return first_token_mass < kNoSinkMass ? 0 : heads;
 }
 
-/// Whether the first key of `layer` has a low norm in the real workload: below the median key norm
-/// (mean over KV heads of the share of keys with a smaller norm < 1/2). Real sink tokens mostly do
-/// (SmolLM2: the lowest norm of 2048 keys in layers 12-29, within the lowest 50 in layers 3-10),
-/// but not everywhere (its layers 0 and 1: a high norm in every KV head); the twin's
-/// low_norm_sinks follows.
-bool low_norm_first_key(const Workload& real, int layer) {
+/// The norm quantile of the first key of `layer` in the real workload: the share of the other keys
+/// with a smaller norm, averaged over KV heads. Real sink tokens mostly sit low (SmolLM2: the
+/// lowest norm of 2048 keys in layers 12-29, within the lowest 50 in layers 3-10), but not
+/// everywhere (its layers 0 and 1, Gemma 3 270M's layers 5, 11, 12 and 15: high in every KV
+/// head, and so are their later sinks). Below 1/2 the twin's sink keys are low-norm
+/// (low_norm_sinks); above it, with FitOptions::sink_tokens, they sit at this quantile
+/// (sink_norm_quantile).
+double first_key_norm_quantile(const Workload& real, int layer) {
   const Shape& s = real.shape();
   double below = 0;
   for (int h = 0; h < s.kv_heads; ++h) {
@@ -103,17 +105,17 @@ bool low_norm_first_key(const Workload& real, int layer) {
     for (int j = 1; j < s.tokens; ++j) smaller += norm(j) < first;
     below += double(smaller) / std::max(1, s.tokens - 1);
   }
-  return below / s.kv_heads < 0.5;
+  return below / s.kv_heads;
 }
 
 /// Starting parameters of a layer from its targets.
 LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, const FitOptions& options,
-                             bool low_norm_first_key, bool wide) {
+                             double first_key_norm, bool wide) {
   LlmLikeParams p;
   p.rope_base = options.rope_bases.empty() ? options.rope_base : options.rope_bases[std::size_t(target.layer)];
   p.window = std::max(0, target.mean.window);  // the real layer's mask (fixed, not fitted)
   p.sinks = 1;
-  p.low_norm_sinks = low_norm_first_key ? 1 : 0;  // where the real first key has a low norm
+  p.low_norm_sinks = first_key_norm < 0.5 ? 1 : 0;  // where the real first key has a low norm
   p.exact_recency = 1;   // the same recency profile under every seed of the twin
   p.fixed_structure = 1;  // per-head structure is the model's (seed-free); tokens follow the seed
   p.sink_heads = sink_heads_for(target.sink_head_rate, target.mean.first_token_mass, shape.q_heads);
@@ -122,6 +124,9 @@ LlmLikeParams initial_params(const LayerStatistics& target, const Shape& shape, 
   // The real layer's later sink tokens where it has sink heads (FitOptions::sink_tokens): measured,
   // not searched, as the sink-head count is.
   p.sink_token_rate = options.sink_tokens && p.sink_heads > 0 ? target.mean.sink_token_rate : 0.0;
+  // Where the real first key's norm is high (and its later sinks' with it): the sink keys at its
+  // norm quantile.
+  if (options.sink_tokens && p.sink_heads > 0 && first_key_norm >= 0.5) p.sink_norm_quantile = first_key_norm;
   // A sink head's first-token mass m, shared alike by the s ~ 1 + rate n / 2 sink tokens a query
   // sees, against ~n/2 competitors of mean weight exp(c^2/2): sink_logit ~ logit(s m) + log(n/2)
   // + c^2/2 - log(s).
@@ -383,7 +388,7 @@ class LayerSearch {
 /// layer, the reach where the wide statistic is not fitted, a knob its bounds pin) stay fixed.
 /// targets[i] is the real layer at lengths[i]; lengths[0] is the fitted length.
 LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vector<int>& lengths,
-                   const Shape& real_shape, double score_scale, const FitOptions& options, bool low_norm_first_key,
+                   const Shape& real_shape, double score_scale, const FitOptions& options, double first_key_norm,
                    const std::vector<FitStatistic>& statistics) {
   const LayerStatistics& target = targets.front();
   auto fits = [](const std::vector<FitStatistic>& fitted, int k) {
@@ -392,7 +397,7 @@ LayerFit fit_layer(const std::vector<LayerStatistics>& targets, const std::vecto
   };
   Shape shape = real_shape;
   shape.tokens = lengths.front();
-  const LlmLikeParams start = initial_params(target, shape, options, low_norm_first_key, fits(statistics, kReachKnob));
+  const LlmLikeParams start = initial_params(target, shape, options, first_key_norm, fits(statistics, kReachKnob));
   // The free knobs: those whose statistic is fitted, not the sink of a sink-free layer, none
   // pinned by its bounds.
   auto free_knobs = [&](const std::vector<FitStatistic>& fitted) {
@@ -506,7 +511,7 @@ ProfileFit fit_profile(const Workload& real, const std::string& name, const FitO
         std::vector<LayerStatistics> layer_targets;
         for (const auto& at_length : targets) layer_targets.push_back(at_length[std::size_t(l)]);
         fit.layers[std::size_t(l)] = fit_layer(layer_targets, fit.lengths, twin_shape, real.score_scale(), options,
-                                               low_norm_first_key(real, int(l)), fit.statistics);
+                                               first_key_norm_quantile(real, int(l)), fit.statistics);
       },
       options.progress);
   if (!error.empty()) throw InputError("workload fit", "generated layer", "a valid generator spec", error);

@@ -13,6 +13,8 @@
 ///                               sink-head count (sink_heads) set from the real layer's
 ///                               sink-head rate, so every seed of the twin has as many; with
 ///                               FitOptions::sink_tokens the real layer's sink_token_rate too
+///                               and, where the first key's norm is high, its norm quantile
+///                               (sink_norm_quantile)
 ///   received_top_share       <- heavy_logit (salience of heavy-hitter token types)
 ///   recent_mass              <- recency_logit (RoPE recency on the layer's base), window
 ///                               FitOptions::inspect
@@ -106,7 +108,10 @@ struct FitOptions {
   /// Also give the twin the real layer's later sink tokens: where the layer has sink heads, its
   /// sink_token_rate is the real layer's measured one (HeadStatistics::sink_token_rate, averaged
   /// over its heads), set, not searched, and sink_logit is then fitted for the first-token mass
-  /// with that many sinks sharing the attention. false: the first token is the only sink.
+  /// with that many sinks sharing the attention. Where such a layer's first key has an
+  /// above-median norm (and its later sinks with it), the twin's sink keys sit at the real first
+  /// key's norm quantile (sink_norm_quantile). false: the first token is the only sink, with the
+  /// norm low_norm_sinks gives it.
   bool sink_tokens = false;
   /// How statistics are measured; its `progress`, if set, reports the measurement of the real
   /// workload (heads), before the layers are fitted.

@@ -16,6 +16,10 @@
 namespace subevict {
 namespace {
 
+/// The queries of n that see key j: every later one on a global layer (window 0), else those
+/// within the window.
+int observers(int n, int j, int window) { return window > 0 ? std::min(n - j, window) : n - j; }
+
 /// HeadStatistics::sink_token_rate from far[j] = sum of a_ij / max_j' a_ij' over i >= j + recent
 /// (the queries that see j: all later ones on a global layer, window = 0, else those within the
 /// window): keys [0, keys) compete, keys [sinks, keys) count.
@@ -24,7 +28,7 @@ double sink_token_rate(const Eigen::VectorXd& far, int keys, int recent, int win
   std::vector<double> mean(std::size_t(std::max(keys, 0)), 0.0);
   double strongest = 0;
   for (int j = 0; j < keys; ++j) {
-    const int rows = (window > 0 ? std::min(n, j + window) : n) - (j + recent);
+    const int rows = observers(n, j, window) - recent;
     mean[std::size_t(j)] = rows > 0 ? far[j] / double(rows) : 0.0;
     strongest = std::max(strongest, mean[std::size_t(j)]);
   }
@@ -142,8 +146,7 @@ HeadStatistics inspect_head(const Workload& w, int layer, int q_head, const Insp
 
   std::vector<double> received, norms;
   for (int j = opt.sinks; j < n - opt.recent_window; ++j) {
-    const int observers = st.window > 0 ? std::min(n - j, st.window) : n - j;  // queries that see j
-    received.push_back(accumulated[j] / double(observers));
+    received.push_back(accumulated[j] / double(observers(n, j, st.window)));
     norms.push_back(all_norms[std::size_t(j)]);
   }
   st.heavy_share = top_share(received, opt.top_fraction);

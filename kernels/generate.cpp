@@ -21,7 +21,8 @@ detail::GeneratorTables flatten(const WorkloadSpec& spec) {
   out.token_types = spec.layer_llm(0).token_types;  // agrees across layers
   for (const LlmLikeLayerTables& c : t.layers) {
     out.layers.push_back({c.sigma, c.rho, c.sink_amp, c.beta, c.eta, c.gamma, c.norm_spread, c.inv_temperature,
-                          c.value_std, c.sinks, c.sink_amp_q, c.bare_sinks, c.rope_table, c.sink_tokens});
+                          c.value_std, c.sinks, c.sink_amp_q, c.bare_sinks, c.rope_table, c.sink_tokens,
+                          c.sink_norm});
   }
   out.sink_head = t.sink_head;
   out.token_type = t.token_type;

@@ -43,6 +43,7 @@ struct LayerCoefficients {
   int bare_sinks = 0;
   int rope_table = 0;
   int sink_tokens = 0;
+  double sink_norm = 0;
 };
 
 /// Flattened generator tables (core/llm_like_model.hpp LlmLikeTables) and scalars.
@@ -126,7 +127,10 @@ SUBEVICT_HD inline float key_element(const GeneratorView& t, std::uint64_t e) {
   const bool sink_token = is_sink_token(t.seed, c.sinks, c.sink_tokens, t.tokens, at.token);
   if (c.bare_sinks != 0 && sink_token) {  // a bare sink key: its sink direction alone
     const int xs = at.x - (t.head_dim - kStructure);
-    return float(xs < 0 ? 0.0 : c.sink_amp * t.dirs[std::size_t(kv_index) * 4 * kStructure + xs]);
+    if (xs < 0) return 0.0f;
+    const double* d = t.dirs + std::size_t(kv_index) * 4 * kStructure;
+    const double a = c.sink_amp, m = c.sink_norm;  // core: a u + m c
+    return float(m > 0 ? a * d[xs] + m * d[kStructure + xs] : a * d[xs]);
   }
   // The key's type scales its content, recency and norm component alike (core: salient_low_norm).
   const std::size_t type = std::size_t(kv_index) * t.token_types + std::size_t(t.token_type[at.token]);

@@ -602,6 +602,62 @@ TEST(Generator, LowNormSinksHaveTheLowestKeyNormAndKeepTheirLogit) {
   }
 }
 
+// sink_norm_quantile q puts the sink keys (the first and the later ones alike, one bare key) at
+// about the q-quantile of the other keys' norms (layer 0, off: the lowest, as low_norm_sinks makes
+// it), and a sink head's logit on them stays sink_logit (the amplitude along u rises by the norm
+// term's logit, which it would otherwise lose: gamma m / sqrt(d) ~ 2.6 here).
+TEST(Generator, SinkNormQuantilePutsTheSinkKeysThereAndKeepsTheirLogit) {
+  LlmLikeParams p;  // the default structures, every one on
+  p.sinks = 1;
+  p.sink_logit = 9;
+  p.low_norm_sinks = 1;
+  p.sink_token_rate = 0.01;
+  const double quantiles[] = {-1.0, 0.6, 0.95};
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    SCOPED_TRACE(seed);
+    WorkloadSpec spec = small_llm_spec(3, 4, 2, p);
+    spec.shape.tokens = 512;
+    spec.seed = seed;
+    for (int l = 0; l < 3; ++l) spec.layer_params[std::size_t(l)].sink_norm_quantile = quantiles[l];
+    const Workload w = generate_workload(spec);
+    const int n = w.shape().tokens, d = w.shape().head_dim;
+    const LlmLikeTables tables = build_llm_like_tables(spec);
+    for (int l = 0; l < 3; ++l) {
+      SCOPED_TRACE(l);
+      const int later = tables.layers[std::size_t(l)].sink_tokens;
+      ASSERT_GT(later, 0);
+      for (int h = 0; h < w.shape().kv_heads; ++h) {
+        const auto k = w.k(l, h);
+        std::vector<double> rest;
+        int same = 0;
+        for (int j = 1; j < n; ++j) {
+          if (is_sink_token(spec.seed, 1, later, n, j)) {
+            same += k.row(j) == k.row(0);
+          } else {
+            rest.push_back(k.row(j).cast<double>().norm());
+          }
+        }
+        EXPECT_EQ(same, later) << "the later sinks' key is the first one's";
+        const double first = k.row(0).cast<double>().norm();
+        const double below =
+            double(std::count_if(rest.begin(), rest.end(), [&](double v) { return v < first; })) / double(rest.size());
+        EXPECT_NEAR(below, std::max(0.0, quantiles[l]), 0.1) << "kv head " << h;
+      }
+      for (int h = 0; h < w.shape().q_heads; ++h) {
+        const auto q = w.q(l, h);
+        const auto k = w.k(l, w.shape().kv_head_of(h));
+        double mean = 0;
+        for (int i = 0; i < n; ++i) {
+          double dot = 0;
+          for (int x = 0; x < d; ++x) dot += double(q(i, x)) * k(0, x);
+          mean += dot / std::sqrt(double(d)) / n;
+        }
+        EXPECT_NEAR(mean, p.sink_logit, 0.6) << "head " << h;
+      }
+    }
+  }
+}
+
 TEST(Generator, RecordsPerLayerParametersInTheMetadata) {
   WorkloadSpec spec = small_llm_spec(3, 4, 2, strong_sink());
   spec.layer_params[1].sink_head_fraction = 0.5;
@@ -904,6 +960,8 @@ TEST(ProfileBounds, ParametersAreAcceptedAtTheirLimitsAndRejectedOneStepOutside)
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("salient_low_norm", v);
   for (double v : {0.0, kTiny, below(1.0)}) accept("sink_token_rate", v);
   for (double v : {-kTiny, 1.0}) reject("sink_token_rate", v, "a share in [0, 1)");
+  for (double v : {-1.0, 0.0, kTiny, below(1.0), 1.0}) accept("sink_norm_quantile", v);
+  for (double v : {-2.0, -kTiny, above(1.0)}) reject("sink_norm_quantile", v, "-1 (off) or a quantile in [0, 1]");
   for (double v : {-kTiny, above(1.0)}) reject("salient_low_norm", v, "a value in [0, 1]");
   for (double v : {0.0, kTiny, below(1.0), 1.0}) accept("sink_head_fraction", v);
   reject("sink_head_fraction", -kTiny, "a value in [0, 1]");

@@ -298,19 +298,27 @@ TEST(ProfileFit, FitsTheHeavyHittersLowNormsWhenAsked) {
       << "twin/real:" << statistics_text(measured.front(), l.target);
 }
 
-TEST(ProfileFit, GivesTheTwinTheLaterSinkTokensWhenAsked) {
-  // A layer whose first token and 3% of the later ones are sinks alike (sink_token_rate 0.03).
-  // Asked for (FitOptions::sink_tokens), the twin gets the real layer's measured rate and, with
-  // that many sinks sharing the attention, still the first-token mass; its own measured rate is
-  // the real one's. Not asked, the twin has one sink, so its measured rate misses the real one's
-  // (the check can fail) while the five statistics may still hold.
+/// The dense layer of dense_layer_spec(23) at 2 · kTokens tokens whose first token and 3% of the
+/// later ones are sinks alike (exact sinks, sink_token_rate 0.03), their keys at
+/// `sink_norm_quantile` (-1: bare, low).
+Workload sink_token_layer(double sink_norm_quantile) {
   WorkloadSpec spec = dense_layer_spec(23, 2 * kTokens);
   LlmLikeParams& p = spec.layer_params[0];
   p.sinks = 1;
   p.sink_logit = 9;
   p.exact_sinks = 1;
   p.sink_token_rate = 0.03;
-  const Workload real = generate_workload(spec, 1);
+  p.sink_norm_quantile = sink_norm_quantile;
+  return generate_workload(spec, 1);
+}
+
+TEST(ProfileFit, GivesTheTwinTheLaterSinkTokensWhenAsked) {
+  // A layer whose first token and 3% of the later ones are sinks alike (sink_token_rate 0.03).
+  // Asked for (FitOptions::sink_tokens), the twin gets the real layer's measured rate and, with
+  // that many sinks sharing the attention, still the first-token mass; its own measured rate is
+  // the real one's. Not asked, the twin has one sink, so its measured rate misses the real one's
+  // (the check can fail) while the five statistics may still hold.
+  const Workload real = sink_token_layer(-1);
   const ProfileFit plain = fit_profile(real, "one sink", small_fit(6));
   const LayerFit& one = plain.layers.front();
   EXPECT_EQ(one.params.sink_token_rate, 0.0);
@@ -323,6 +331,36 @@ TEST(ProfileFit, GivesTheTwinTheLaterSinkTokensWhenAsked) {
   EXPECT_GT(l.params.sink_heads, 0);
   EXPECT_EQ(l.params.sink_token_rate, l.target.mean.sink_token_rate);
   EXPECT_NEAR(l.fitted.mean.sink_token_rate, l.target.mean.sink_token_rate, 0.35 * l.target.mean.sink_token_rate);
+  EXPECT_NEAR(l.fitted.mean.first_token_mass, l.target.mean.first_token_mass, 0.08)
+      << "twin/real:" << statistics_text(l.fitted, l.target);
+}
+
+/// The share of the other keys with a smaller norm than the first key's, averaged over KV heads.
+double first_key_norm_share(const Workload& w) {
+  double share = 0;
+  for (int h = 0; h < w.shape().kv_heads; ++h) {
+    const Eigen::VectorXd norms = w.k(0, h).cast<double>().rowwise().norm();
+    share += double((norms.tail(norms.size() - 1).array() < norms(0)).count()) / double(norms.size() - 1);
+  }
+  return share / w.shape().kv_heads;
+}
+
+TEST(ProfileFit, GivesTheTwinsSinkKeysTheRealOnesHighNormWithTheSinkTokens) {
+  // A layer whose sink keys (the first and 3% of the later tokens) sit at a high norm (quantile
+  // 0.9), as some real layers' do: with FitOptions::sink_tokens the twin's sink keys get the real
+  // first key's norm quantile, and its generated first key lands there. Red when the fit leaves
+  // sink_norm_quantile off (-1): the twin's bare sink key is then low.
+  const Workload real = sink_token_layer(0.9);
+  const double real_share = first_key_norm_share(real);
+  ASSERT_GT(real_share, 0.75);
+  FitOptions options = small_fit(6);
+  options.sink_tokens = true;
+  const ProfileFit fit = fit_profile(real, "high-norm first sink", options);
+  const LayerFit& l = fit.layers.front();
+  EXPECT_GT(l.params.sink_heads, 0);
+  EXPECT_DOUBLE_EQ(l.params.sink_norm_quantile, real_share);
+  const Workload twin = generate_workload(spec_from_profile(fit.profile, 2 * kTokens, 0, 4), 1);
+  EXPECT_NEAR(first_key_norm_share(twin), real_share, 0.15);
   EXPECT_NEAR(l.fitted.mean.first_token_mass, l.target.mean.first_token_mass, 0.08)
       << "twin/real:" << statistics_text(l.fitted, l.target);
 }

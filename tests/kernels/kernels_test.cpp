@@ -141,6 +141,9 @@ TEST_P(BackendTest, GeneratesTheCoreTensorsBitForBit) {
     p.recency_reach = l == 0 ? 0.0 : 12.0 * l;  // layers 1 and 2: the recency cut at 12 and 24 keys
     p.salient_low_norm = 0.4 * l;  // layers 1 and 2: heavy-hitter keys at lowered norms
     p.sink_token_rate = l == 0 ? 0.0 : 0.05 * l;  // layers 1 and 2: later sink tokens (bare in layer 2)
+    // Layers 1 and 2: sink keys raised to a norm quantile (a + g m along u and m along c; g < 0 in
+    // layer 2, whose norm range is negative).
+    p.sink_norm_quantile = l == 0 ? -1.0 : 0.4 * l;
   }
   specs.push_back(varied);
   for (const WorkloadSpec& spec : specs) {
