@@ -81,12 +81,23 @@ LlmLikeLayerTables layer_tables(const LlmLikeParams& prm, double d, double score
   }
   const double target = std::hypot(ref, prm.sink_norm_quantile * prm.norm_spread);
   if (prm.sink_norm_quantile >= 0 && target > c.sink_amp) {
-    // The norm m along c and the raised amplitude a + g m (g = gamma / a_q, 0 without a query
-    // amplitude) that keep a sink head's logit a_q a: (a + g m)^2 + m^2 = target^2, m >= 0.
+    // The norm m along c and the raised amplitude a + y, y = g m (g = gamma / a_q, 0 without a
+    // query amplitude), that keep a sink head's logit a_q a: (a + g m)^2 + m^2 = target^2, m >= 0.
+    // Solved for m where |g| <= 1 and for y (with s = 1 / g) where |g| > 1, so no square of g
+    // overflows (a sink_logit near 0 makes g near 1e166).
     const double a = c.sink_amp, g = c.sink_amp_q > 0 ? c.gamma / c.sink_amp_q : 0.0;
-    const double m = (-a * g + std::sqrt(a * a * g * g - (1 + g * g) * (a * a - target * target))) / (1 + g * g);
+    const double t2 = target * target;
+    double m = 0, y = 0;
+    if (std::abs(g) <= 1) {
+      m = (-a * g + std::sqrt(t2 * (1 + g * g) - a * a)) / (1 + g * g);
+      y = g * m;
+    } else {
+      const double s = 1 / g, root = std::sqrt(t2 * (1 + s * s) - a * a * s * s);
+      y = (-a + (s > 0 ? root : -root)) / (1 + s * s);  // the root with m = y s >= 0
+      m = y * s;
+    }
     c.sink_norm = m;
-    c.sink_amp = a + g * m;
+    c.sink_amp = a + y;
   }
   return c;
 }

@@ -1011,6 +1011,29 @@ TEST(Generator, StaysFiniteWithEveryParameterAtItsBound) {
   }
 }
 
+// sink_norm_quantile solves for the sink key's norm component without squaring g = gamma / a_q,
+// which reaches 1e166 at the smallest positive sink_logit (squared: Inf, and the key NaN).
+TEST(Generator, SinkNormQuantileStaysFiniteAtEverySinkLogit) {
+  for (const double sink_logit : {std::numeric_limits<double>::denorm_min(), 1e-300, 1e-8, kLlmMaxMagnitude}) {
+    for (const double norm_sign : {1.0, -1.0}) {
+      SCOPED_TRACE("sink_logit " + std::to_string(sink_logit) + ", norm sign " + std::to_string(norm_sign));
+      LlmLikeParams p;
+      p.sink_logit = sink_logit;
+      p.norm_logit_range = norm_sign * kLlmMaxMagnitude;
+      p.norm_spread = kLlmMaxMagnitude;
+      p.sink_norm_quantile = 1;
+      WorkloadSpec spec = small_llm_spec(1, 2, 1, p);
+      spec.shape.tokens = 16;
+      const Workload w = generate_workload(spec);
+      for (const std::vector<float>* data : {&w.q_data(), &w.k_data(), &w.v_data()}) {
+        EXPECT_TRUE(std::all_of(data->begin(), data->end(), [](float x) { return std::isfinite(x); }));
+      }
+      // The sink key has the norm asked for: sqrt(ref^2 + norm_spread^2), about norm_spread here.
+      EXPECT_NEAR(w.k(0, 0).row(0).cast<double>().norm() / kLlmMaxMagnitude, 1.0, 1e-3);
+    }
+  }
+}
+
 TEST(Generator, TakesAScoreScaleOfZeroOrAtLeastTheMinimum) {
   WorkloadSpec spec = small_llm_spec(1, 2, 1, LlmLikeParams());
   for (const double scale : {0.0, kLlmMinMagnitude, above(kLlmMinMagnitude), kHuge}) {
