@@ -3,10 +3,12 @@
 // budget_allocation.hpp): per head, per layer (every head of a layer the same budget), or into two
 // classes (streaming heads and full heads), against the uniform budget.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,10 +28,21 @@ namespace {
 
 struct AllocateArgs {
   std::string curves, output, by = "head";
+  std::string budget_text, low_text;  ///< as typed, so that an error names them
   int budget = 0;   ///< the mean budget per head (total = budget x heads)
-  int low = 0;      ///< classes: the streaming heads' budget
+  int low = 0;      ///< classes: the streaming heads' budget (0: not given)
   bool no_plots = false;
 };
+
+/// `text` (option `option`) as a budget of slots >= 1; throws InputError naming the value
+/// otherwise (0, negative, not an integer, beyond the int range).
+int parse_slots(const std::string& text, const std::string& option, const std::string& meaning) {
+  const std::optional<int> v = whole_number<int>(text);
+  if (!v || *v < 1) {
+    throw InputError("allocate", option, "an integer in [1, " + std::to_string(INT_MAX) + "] (" + meaning + ")", text);
+  }
+  return *v;
+}
 
 /// The allocation of the chosen form.
 greedy::BudgetAllocation allocate(const AllocateArgs& args, const std::vector<std::vector<double>>& curves,
@@ -148,23 +161,24 @@ void add_allocate_command(CLI::App& app) {
       "The optimal static split of a total cache budget over KV heads from exact budget curves "
       "(simulate --budget-curve K): per head, per layer or into two classes, against the uniform budget");
   cmd->add_option("curves", args->curves, "budget_curve.csv written by simulate --budget-curve K")->required();
-  cmd->add_option("--budget", args->budget, "Mean budget per KV head: the total is this times the heads")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--budget", args->budget_text, "Mean budget per KV head: the total is this times the heads")
+      ->required();
   cmd->add_option("--by", args->by,
                   "head: each head its own budget; layer: every head of a layer the same (a layer schedule); "
                   "classes: each head --low slots or the curves' largest budget (streaming and full heads)")
       ->check(CLI::IsMember({"head", "layer", "classes"}))
       ->capture_default_str();
-  cmd->add_option("--low", args->low, "With --by classes: the streaming heads' budget");
+  cmd->add_option("--low", args->low_text, "With --by classes: the streaming heads' budget");
   cmd->add_option("-o,--output", args->output, "Output directory (allocation.csv, allocation.json, heatmap)")
       ->required();
   cmd->add_flag("--no-plots", args->no_plots, "Write the heatmap's data and script but do not draw it");
   cmd->callback([args]() {
-    if ((args->by == "classes") != (args->low > 0)) {
+    args->budget = parse_slots(args->budget_text, "--budget", "the mean budget per KV head");
+    if ((args->by == "classes") != !args->low_text.empty()) {
       throw InputError("allocate", "--low", "a budget >= 1 with --by classes, and only then",
-                       args->by == "classes" ? "none" : std::to_string(args->low) + " with --by " + args->by);
+                       args->by == "classes" ? "none" : args->low_text + " with --by " + args->by);
     }
+    if (!args->low_text.empty()) args->low = parse_slots(args->low_text, "--low", "the streaming heads' budget");
     run(*args);
   });
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -49,6 +50,10 @@ constexpr double kSharedOptimumBytes = greedy::kExplicitSharedNetworkLimitBytes;
 /// Beyond it the implicit network's column generation stops at this relative gap (its value and
 /// certified bound both reported).
 constexpr double kSharedGap = 1e-4;
+/// How far, relative to the larger, one optimum may exceed the next in uniform <= static <= shared
+/// bound: rounding of double sums of at most n² attention weights (budget_allocation.hpp's
+/// concavity_slack, the curves' own tolerance), far below any difference between two workloads.
+constexpr double kOptimaOrderTolerance = 1e-9;
 
 /// One rule with one scorer: every head's retained mass and the slots it used.
 struct RuleRun {
@@ -157,6 +162,36 @@ void check_plan(const StaticPlan& plan, const ShareRule& rule, const std::vector
   }
 }
 
+/// Refuses to report optima out of their order. In every unit uniform <= static <= shared (the
+/// uniform budgets are one static allocation, a static allocation is one shared schedule), and
+/// the shared optimum's certified bound is at least the shared optimum: a unit whose uniform
+/// optimum exceeds its static one, or whose static one exceeds the shared bound, by more than
+/// kOptimaOrderTolerance of the larger, has optima that cannot all be right (curves read with
+/// --curves of other tensors, or a defect) and no number of the run is printed or written.
+void check_optima_order(const Optima& optima, const std::vector<std::vector<int>>& units,
+                        const std::function<std::string(int)>& unit_name, const std::string& curves_file) {
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    double uniform = 0.0, fixed = 0.0;
+    for (int x : units[u]) {
+      uniform += optima.uniform[std::size_t(x)];
+      fixed += optima.fixed[std::size_t(x)];
+    }
+    const auto above = [](double a, double b) { return a > b + kOptimaOrderTolerance * std::max(std::abs(a), std::abs(b)); };
+    std::string broken;
+    if (above(uniform, fixed)) {
+      broken = "uniform " + fmt(uniform) + " > static " + fmt(fixed);
+    } else if (optima.shared_bound[u] && above(fixed, *optima.shared_bound[u])) {
+      broken = "static " + fmt(fixed) + " > shared bound " + fmt(*optima.shared_bound[u]);
+    }
+    if (broken.empty()) continue;
+    const std::string expected = "uniform <= static <= shared bound in " + unit_name(int(u));
+    if (!curves_file.empty()) {
+      throw InputError(curves_file, "curves", expected + " (the static optimum comes from this file)", broken);
+    }
+    throw std::runtime_error("simulate --share: the optima break their order: expected " + expected + ", got " + broken);
+  }
+}
+
 }  // namespace
 
 void run_share(const Workload& w, const std::vector<int>& layers, const ShareRequest& request) {
@@ -200,6 +235,34 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
   const bool computing_curves = request.curves.empty();
   int largest = 1;  // the curves' length
   for (const auto& unit : units) largest = std::max(largest, unit_cap(unit));
+  // The curves: OPT_h(k) for k = 1..K, in the optimum's units (Σ over the query heads); those of
+  // --curves read, and checked against the heads they are applied to, before any work.
+  std::vector<std::vector<double>> curves(static_cast<std::size_t>(count));
+  if (!computing_curves) {
+    for (const greedy::ReadBudgetCurve& c : greedy::read_budget_curve_csv(request.curves)) {
+      const auto it = std::find(heads.begin(), heads.end(), std::pair{c.layer, c.kv_head});
+      if (it == heads.end()) continue;
+      if (!c.exact) {
+        throw InputError(request.curves, "status", "exact curves (every point optimal)",
+                         "layer " + std::to_string(c.layer) + ", KV head " + std::to_string(c.kv_head));
+      }
+      const greedy::HeadGroup& group = groups[std::size_t(it - heads.begin())];
+      greedy::check_curve_workload(c, group, request.curves);
+      auto& curve = curves[std::size_t(it - heads.begin())];
+      curve.clear();
+      for (double v : c.lower) curve.push_back(v * group.group_size());
+    }
+    for (int x = 0; x < count; ++x) {
+      if (int(curves[std::size_t(x)].size()) < k) {
+        throw InputError(request.curves, "curves", "every selected head's curve up to k = " + std::to_string(k),
+                         "layer " + std::to_string(heads[std::size_t(x)].first) + ", KV head " +
+                             std::to_string(heads[std::size_t(x)].second) +
+                             (curves[std::size_t(x)].empty()
+                                  ? " not in the file"
+                                  : " to k = " + std::to_string(curves[std::size_t(x)].size())));
+      }
+    }
+  }
   long long work = count /* exact rows */ + (computing_curves ? count : 0) + (request.model ? 1 : (long long)units.size());
   for (const ShareRule& rule : request.rules) {
     work += (long long)request.scorers.size() * (rule.kind == ShareRule::Kind::kAdaKv ? (long long)units.size() : count);
@@ -214,8 +277,7 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
                             std::to_string(heads[std::size_t(x)].second) + ")");
   });
 
-  // The curves: OPT_h(k) for k = 1..K, in the optimum's units (Σ over the query heads).
-  std::vector<std::vector<double>> curves(static_cast<std::size_t>(count));
+  // The curves computed, where none were read.
   if (computing_curves) {
     parallel_for(count, request.threads, [&](int x) {
       const auto [l, h] = heads[std::size_t(x)];
@@ -224,28 +286,6 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
       progress.advance(1, "(curve of layer " + std::to_string(l) + ", KV head " + std::to_string(h) + " to k = " +
                               std::to_string(largest) + ", " + significant_digits(c.seconds, 3) + " s)");
     });
-  } else {
-    for (const greedy::ReadBudgetCurve& c : greedy::read_budget_curve_csv(request.curves)) {
-      const auto it = std::find(heads.begin(), heads.end(), std::pair{c.layer, c.kv_head});
-      if (it == heads.end()) continue;
-      if (!c.exact) {
-        throw InputError(request.curves, "status", "exact curves (every point optimal)",
-                         "layer " + std::to_string(c.layer) + ", KV head " + std::to_string(c.kv_head));
-      }
-      const int g = groups[std::size_t(it - heads.begin())].group_size();
-      auto& curve = curves[std::size_t(it - heads.begin())];
-      curve.clear();
-      for (double v : c.lower) curve.push_back(v * g);
-    }
-    for (int x = 0; x < count; ++x) {
-      if (int(curves[std::size_t(x)].size()) < k) {
-        throw InputError(request.curves, "curves",
-                         "every selected head's curve up to k = " + std::to_string(k),
-                         "layer " + std::to_string(heads[std::size_t(x)].first) + ", KV head " +
-                             std::to_string(heads[std::size_t(x)].second) + " to k = " +
-                             std::to_string(curves[std::size_t(x)].size()));
-      }
-    }
   }
   Optima optima;
   optima.uniform.resize(std::size_t(count));
@@ -332,6 +372,8 @@ void run_share(const Workload& w, const std::vector<int>& layers, const ShareReq
       progress.advance((long long)units.size(), "(shared optimum " + optima.shared_note + ")");
     }
   }
+
+  check_optima_order(optima, units, unit_name, request.curves);
 
   // The rules.
   std::vector<RuleRun> runs;

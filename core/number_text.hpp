@@ -30,4 +30,15 @@ inline std::optional<double> finite_number(std::string_view text) {
   return value;
 }
 
+/// `text` as an integer of type T when all of it is one decimal integer within T's range
+/// (std::from_chars: no white space, no '+'), else nullopt. The reader of integer fields and
+/// options, so that a value out of range is named as any other bad value.
+template <class T = long long>
+std::optional<T> whole_number(std::string_view text) {
+  T value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 }  // namespace subevict

@@ -54,6 +54,45 @@ def edit_metadata(path, set_keys=None, drop_keys=()):
         f.write(len(text).to_bytes(8, "little") + text + data)
 
 
+CURVE_HEADER = ("layer,kv_head,budget_size,optimum_lower_bound,optimum_upper_bound,status,curve_seconds,"
+                "tokens,head_sha256")
+
+
+def write_curves(path, curves, tokens):
+    """A budget_curve.csv of exact curves {(layer, kv_head): [OPT(1), ..., OPT(K)]} (no workload:
+    for allocate, which reads the curves alone)."""
+    with open(path, "w") as f:
+        f.write(CURVE_HEADER + "\n")
+        for (layer, kv), values in curves.items():
+            for k, v in enumerate(values, 1):
+                f.write(f"{layer},{kv},{k},{v!r},{v!r},optimal,0,{tokens},{'0' * 64}\n")
+
+
+def safetensors_head_sha256(path, layer, kv_head):
+    """The head_sha256 of (layer, kv_head) of a safetensors workload, from the file's bytes:
+    SHA-256 of g, n, d (int32), the group's Q heads, K, V (float32, as stored), the score scale
+    (double) and the window (int32), all little-endian (docs/allocation.md)."""
+    import hashlib
+    import struct
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    metadata = header["__metadata__"]
+    q, k, v = (header[f"layers.{layer}.{part}"] for part in "qkv")
+    q_heads, n, d = q["shape"]
+    g = q_heads // k["shape"][0]
+    head = n * d * 4
+    windows = [int(w) for w in metadata.get("attention_windows", "").split(",") if w]
+    digest = hashlib.sha256(struct.pack("<iii", g, n, d))
+    digest.update(data[q["data_offsets"][0] + kv_head * g * head:][:g * head])
+    for tensor in (k, v):
+        digest.update(data[tensor["data_offsets"][0] + kv_head * head:][:head])
+    digest.update(struct.pack("<d", float(metadata["score_scale"])))
+    digest.update(struct.pack("<i", windows[layer] if windows else 0))
+    return digest.hexdigest()
+
+
 def drop_generator_metadata(path):
     """Rewrites a safetensors workload without the generator's provenance (as imported tensors)."""
     edit_metadata(path, drop_keys=("generator", "preset", "profile", "seed"))
@@ -279,12 +318,12 @@ class CliTest(unittest.TestCase):
         (rate,) = self.fitted_twin_parameter(real, "sink_token_rate", 1, "--sink-tokens")
         self.assertGreater(rate, 0.015)
 
-    def budget_curves(self, length=12):
+    def budget_curves(self, length=12, *extra, name="sim", tokens=40):
         """budget_curve.csv of simulate --budget-curve LENGTH on 2 layers x 2 KV heads, and its
         curves {(layer, kv_head): [OPT(1), ..., OPT(K)]}."""
-        out = self.path("sim")
-        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "40", "--layers", "0-1", "--budget", "4",
-                "--budget-curve", str(length), "--policies", "h2o", "--no-plots", "-o", out)
+        out = self.path(name)
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", str(tokens), "--layers", "0-1", "--budget", "4",
+                "--budget-curve", str(length), "--policies", "h2o", "--no-plots", "-o", out, *extra)
         self.assertEqual(r.returncode, 0, r.stderr)
         path = os.path.join(out, "budget_curve.csv")
         curves = {}
@@ -359,6 +398,118 @@ class CliTest(unittest.TestCase):
                 f.write(broken)
             self.assert_one_line_error(run("allocate", bad, "--budget", "4", "-o", out), "bad.csv", needle)
         self.assertFalse(os.path.exists(out))
+
+    def assert_refused(self, result, out, *needles):
+        """Exit 2, one line naming each needle, and no output directory."""
+        self.assert_one_line_error(result, *needles)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertFalse(os.path.exists(out), result.stderr)
+
+    def test_allocate_refuses_curves_it_would_allocate_wrongly_naming_the_row(self):
+        out = self.path("a")
+        # Increments that grow by 0.9e-6 at every step, just under the slack of a curve at 1000:
+        # the marginal rule would print 1000.0998, below the uniform 1000.1617 (the optimum,
+        # every slot to head 0, is 1000.4478).
+        drift = self.path("drift.csv")
+        write_curves(drift, {(0, 0): [1000 + 0.9e-6 * (k - 1) * (k - 2) / 2 for k in range(1, 1001)],
+                             (0, 1): [1e-4 * (k - 1) for k in range(1, 1001)]}, 1000)
+        self.assert_refused(run("allocate", drift, "--budget", "500", "-o", out), out, "curve of head 0",
+                            "concave", "k = 4")
+        # A decreasing head (line 5: layer 0, KV head 1 at k = 2): by classes, both heads full,
+        # it would get the whole budget: 6, where 9 is reachable.
+        falling = self.path("falling.csv")
+        write_curves(falling, {(0, 0): [3.0, 3.0], (0, 1): [6.0, 3.0]}, 2)
+        for form in (("--by", "classes", "--low", "1"), ("--by", "head")):
+            self.assert_refused(run("allocate", falling, "--budget", "2", *form, "-o", out), out,
+                                "falling.csv", "line 5", "layer 0, KV head 1", "never decreases")
+        # A head's rows once more (4 heads of 12 budgets on lines 2-49): as a fifth head before.
+        path, _ = self.budget_curves()
+        with open(path) as f:
+            lines = f.read().splitlines()
+        twice = self.path("twice.csv")
+        for extra in (lines[1:13], lines[1:2], lines[14:15]):
+            with open(twice, "w") as f:
+                f.write("\n".join(lines + extra) + "\n")
+            self.assert_refused(run("allocate", twice, "--budget", "4", "-o", out), out, "twice.csv", "line 50",
+                                "again", "line " + ("2" if extra[0] == lines[1] else "14"))
+
+    def test_allocate_names_a_budget_it_cannot_take(self):
+        path, _ = self.budget_curves()
+        out = self.path("a")
+        for value in ("0", "-5", "99999999999", "4.5", "four"):
+            r = run("allocate", path, "--budget", value, "-o", out)
+            self.assert_refused(r, out, "--budget", "got " + value)
+            self.assertLess(len(r.stderr), 200, r.stderr)
+            r = run("allocate", path, "--budget", "4", "--by", "classes", "--low", value, "-o", out)
+            self.assert_refused(r, out, "--low", "got " + value)
+
+    def test_share_refuses_curves_of_another_workload_naming_both(self):
+        path, _ = self.budget_curves()
+        out = self.path("s")
+        share = ("simulate", "--preset", "tiny-gqa", "--layers", "0-1", "--budget", "4", "--share", "layer",
+                 "--share-rules", "uniform", "--policies", "h2o", "-o", out)
+        # Another seed: every tensor differs. Both digests are named: the file's and the head's.
+        seven, _ = self.budget_curves(12, "--seed", "7", name="seven")
+        with open(path) as f, open(seven) as g:
+            mine = next(csv.DictReader(f))["head_sha256"]
+            theirs = next(csv.DictReader(g))["head_sha256"]
+        self.assertNotEqual(mine, theirs)
+        self.assert_refused(run(*share, "--tokens", "40", "--seed", "7", "--curves", path), out,
+                            "sim/budget_curve.csv", "line 2 head_sha256", "layer 0, KV head 0", mine, theirs,
+                            "regenerate")
+        # A 64-token workload's curves on 40 tokens: its tokens are named.
+        long, _ = self.budget_curves(12, name="long", tokens=64)
+        self.assert_refused(run(*share, "--tokens", "40", "--curves", long), out, "line 2 tokens",
+                            "expected 40", "got 64")
+        # A file without the workload's identity (written before it) is refused with the remedy.
+        with open(path) as f:
+            rows = [",".join(line.split(",")[:7]) for line in f.read().splitlines()]
+        old = self.path("old.csv")
+        with open(old, "w") as f:
+            f.write("\n".join(rows) + "\n")
+        self.assert_refused(run(*share, "--tokens", "40", "--curves", old), out, "old.csv", "header",
+                            "regenerate")
+        # Its own curves pass.
+        self.assertEqual(run(*share, "--tokens", "40", "--curves", path).returncode, 0)
+
+    def test_share_refuses_optima_out_of_order(self):
+        # The right identity but head (0, 0)'s curve doubled: the static optimum of layer 0 exceeds
+        # the shared one, which no static allocation can; nothing is printed or written.
+        path, _ = self.budget_curves()
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            if row["layer"] == "0" and row["kv_head"] == "0":
+                for key in ("optimum_lower_bound", "optimum_upper_bound"):
+                    row[key] = repr(2 * float(row[key]))
+        doubled = self.path("doubled.csv")
+        with open(doubled, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=CURVE_HEADER.split(","), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        out = self.path("s")
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "40", "--layers", "0-1", "--budget", "4",
+                "--share", "layer", "--share-rules", "uniform", "--policies", "h2o", "--quiet", "-o", out,
+                "--curves", doubled)
+        self.assert_refused(r, out, "doubled.csv", "layer 0", "static", "shared bound")
+        self.assertEqual(r.stdout, "")
+
+    def test_budget_curve_names_each_heads_tensors(self):
+        # head_sha256 against Python's hashlib over the workload file's bytes.
+        w = self.path("w.safetensors")
+        self.generate(w)
+        out = self.path("sim")
+        r = run("simulate", "--workload", w, "--layers", "0-1", "--budget", "4", "--budget-curve", "3",
+                "--policies", "h2o", "--no-plots", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "budget_curve.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 2 * 2 * 3)
+        for row in rows:
+            self.assertEqual(row["tokens"], "64")
+            self.assertEqual(row["head_sha256"],
+                             safetensors_head_sha256(w, int(row["layer"]), int(row["kv_head"])))
+        self.assertEqual(len({row["head_sha256"] for row in rows}), 4)
 
     def share(self, out, scope, rules, *extra):
         r = run("simulate", "--preset", "tiny-gqa", "--tokens", "40", "--layers", "0-1", "--budget", "4",

@@ -16,6 +16,14 @@ double concavity_slack(const std::vector<double>& curve) {
   return 1e-9 * scale;
 }
 
+int first_decrease(const std::vector<double>& curve) {
+  const double slack = concavity_slack(curve);
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    if (curve[i] < curve[i - 1] - slack) return int(i) + 1;
+  }
+  return 0;
+}
+
 namespace {
 
 /// Throws unless every value of `curve` (head h) is finite.
@@ -28,24 +36,32 @@ void check_finite(const std::vector<double>& curve, std::size_t h, const std::st
   }
 }
 
-/// Throws unless `curve` (head h) is non-empty, finite, nondecreasing and concave within its slack.
+/// Throws unless `curve` (head h) is finite and nondecreasing within its slack.
+void check_nondecreasing(const std::vector<double>& curve, std::size_t h, const std::string& source) {
+  check_finite(curve, h, source);
+  if (const int k = first_decrease(curve); k > 0) {
+    throw InputError(source, "curve of head " + std::to_string(h), "a nondecreasing OPT(k)",
+                     "OPT(" + std::to_string(k) + ") < OPT(" + std::to_string(k - 1) + ") by " +
+                         significant_digits(curve[std::size_t(k) - 2] - curve[std::size_t(k) - 1], 3));
+  }
+}
+
+/// Throws unless `curve` (head h) is non-empty, finite, nondecreasing and concave within its slack:
+/// each increment at most the smallest one before it plus one slack.
 void check_curve(const std::vector<double>& curve, std::size_t h, const std::string& source) {
   const std::string field = "curve of head " + std::to_string(h);
   if (curve.empty()) throw InputError(source, field, "OPT(k) for k = 1..K, K >= 1", "an empty curve");
-  check_finite(curve, h, source);
+  check_nondecreasing(curve, h, source);
   const double slack = concavity_slack(curve);
-  for (std::size_t i = 1; i < curve.size(); ++i) {
-    const double step = curve[i] - curve[i - 1];
-    if (step < -slack) {
-      throw InputError(source, field, "a nondecreasing OPT(k)",
-                       "OPT(" + std::to_string(i + 1) + ") < OPT(" + std::to_string(i) + ") by " +
-                           significant_digits(-step, 3));
-    }
-    if (i >= 2 && step > curve[i - 1] - curve[i - 2] + slack) {
+  std::size_t smallest = 1;  // the increment to k = smallest + 1 is the smallest so far
+  for (std::size_t i = 2; i < curve.size(); ++i) {
+    const double step = curve[i] - curve[i - 1], least = curve[smallest] - curve[smallest - 1];
+    if (step > least + slack) {
       throw InputError(source, field, "a concave OPT(k) (the marginal allocation is exact only then)",
-                       "the increment to k = " + std::to_string(i + 1) + " exceeds the one before by " +
-                           significant_digits(step - (curve[i - 1] - curve[i - 2]), 3));
+                       "the increment to k = " + std::to_string(i + 1) + " exceeds the one to k = " +
+                           std::to_string(smallest + 1) + " by " + significant_digits(step - least, 3));
     }
+    if (step < least) smallest = i;
   }
 }
 
@@ -143,7 +159,7 @@ BudgetAllocation allocate_layer_budgets(const std::vector<std::vector<double>>& 
 BudgetAllocation allocate_two_classes(const std::vector<std::vector<double>>& curves, int low, long long total,
                                       const std::string& source) {
   const long long length = (long long)common_length(curves, source);
-  for (std::size_t h = 0; h < curves.size(); ++h) check_finite(curves[h], h, source);
+  for (std::size_t h = 0; h < curves.size(); ++h) check_nondecreasing(curves[h], h, source);
   if (low < 1 || low >= length) {
     throw InputError(source, "streaming heads' budget", "an integer in [1, " + std::to_string(length - 1) + "]",
                      std::to_string(low));

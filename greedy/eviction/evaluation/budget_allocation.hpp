@@ -19,9 +19,15 @@ struct BudgetAllocation {
   double value = 0.0;        ///< Σ_h OPT_h(k_h)
 };
 
-/// How far an increment may exceed the one before it and still count as concave: rounding of the
-/// optimum's values (double sums of at most n² attention weights) relative to the curve's scale.
+/// How far an increment may exceed the smallest one before it (or a value fall below the one
+/// before it) and still count as concave (nondecreasing): rounding of the optimum's values (double
+/// sums of at most n² attention weights) relative to the curve's scale.
 [[nodiscard]] double concavity_slack(const std::vector<double>& curve);
+
+/// The first budget k ≥ 2 at which curve[k − 1] falls below curve[k − 2] by more than
+/// concavity_slack(curve), or 0 when there is none: an optimum's curve OPT(k) never decreases
+/// (a larger cache can keep what a smaller one keeps).
+[[nodiscard]] int first_decrease(const std::vector<double>& curve);
 
 /// The largest budget one of `heads` heads (≥ 1) of n tokens can get in a static split of `total`
 /// slots (≥ heads): n, and T − (H − 1), the others keeping one slot each. How long the curves an
@@ -34,7 +40,9 @@ struct BudgetAllocation {
 /// OPT_h(k) for k = 1..K_h (K_h = curves[h].size(), the largest budget head h may get). Throws
 /// InputError (source `source`) when there is no head, a curve is empty or not finite, total is
 /// outside [H, Σ_h K_h], or a curve is not nondecreasing and concave within concavity_slack (naming
-/// the head and the budget): the marginal rule is exact only for concave curves. Time
+/// the head and the budget): the marginal rule is exact only for concave curves. Concave means
+/// every increment at most the smallest one before it plus one slack (not merely the previous one
+/// plus a slack, which increments growing by just under the slack at every step would pass). Time
 /// O(T log H), memory O(H).
 [[nodiscard]] BudgetAllocation allocate_budget(const std::vector<std::vector<double>>& curves, long long total,
                                                const std::string& source = "allocation");
@@ -56,8 +64,10 @@ struct BudgetAllocation {
 /// `total` slots are used. With m full heads, m = ⌊(total − H·low) / (K − low)⌋ at most, the value
 /// Σ OPT_h(low) + Σ_{full} (OPT_h(K) − OPT_h(low)) is largest for the m heads with the largest
 /// gains OPT_h(K) − OPT_h(low) (ties to the lower head), so taking the largest m is exact. Slots
-/// left over (total − H·low − m(K − low)) stay unused. Throws InputError for curves of different
-/// lengths or not finite, low outside [1, K − 1], or total outside [H·low, H·K].
+/// left over (total − H·low − m(K − low)) stay unused. The rule fills m heads whatever their gain,
+/// so it is exact for nondecreasing curves only (no concavity needed). Throws InputError for curves
+/// of different lengths, not finite or decreasing (first_decrease, naming the head and the
+/// budget), low outside [1, K − 1], or total outside [H·low, H·K].
 [[nodiscard]] BudgetAllocation allocate_two_classes(const std::vector<std::vector<double>>& curves, int low,
                                                     long long total, const std::string& source = "allocation");
 

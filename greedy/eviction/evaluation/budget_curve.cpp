@@ -10,6 +10,7 @@
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/shortest_path_curve.hpp"
 #include "greedy/eviction/process/head_group.hpp"
+#include "greedy/eviction/process/head_group_sha256.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 
 namespace subevict::greedy {
@@ -69,6 +70,7 @@ BudgetCurve optimum_budget_curve(const Workload& workload, int layer, int kv_hea
   out.kv_head = kv_head;
   out.heads = group.group_size();
   out.tokens = n;
+  out.head_sha256 = head_group_sha256(group);
   out.points = n <= kDoubleGainsTokens ? curve_points<double>(group, max_budget, relative_gap, on_points, threads)
                                        : curve_points<float>(group, max_budget, relative_gap, on_points, threads);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

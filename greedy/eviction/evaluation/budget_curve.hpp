@@ -7,6 +7,7 @@
 /// the amount of flow), which is what the curve shows.
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/workload.hpp"
@@ -24,6 +25,7 @@ struct BudgetCurvePoint {
 
 struct BudgetCurve {
   int layer = 0, kv_head = 0, heads = 1, tokens = 0;
+  std::string head_sha256;               ///< head_group_sha256 of the group the curve is of
   std::vector<BudgetCurvePoint> points;  ///< budgets 1..K in order
   double seconds = 0.0;                  ///< gains and solves together
 };

@@ -121,6 +121,62 @@ TEST(BudgetAllocation, RefusesCurvesTheMarginalRuleIsNotExactFor) {
   EXPECT_NO_THROW((void)allocate_budget({{1.0, 2.0}, {1.0}}, 3));
 }
 
+TEST(BudgetAllocation, RefusesIncrementsThatDriftUpByLessThanTheSlackAtEveryStep) {
+  // Head 0 starts at 1000 and each increment exceeds the one before by 0.9e-6, just under the
+  // slack (1e-9 of its scale, about 1.0004e-6), so that comparing each increment with the previous
+  // one alone passes it; head 1 gains 1e-4 per slot. With 1000 slots the marginal rule gives every
+  // extra slot to head 1: 1000.0998, below the uniform 500 each (1000.1617), while all to head 0
+  // reaches 1000.4478. Compared with the smallest increment so far, the third is already too large.
+  const int length = 1000;
+  std::vector<std::vector<double>> curves(2);
+  for (int k = 1; k <= length; ++k) {
+    curves[0].push_back(1000.0 + 0.9e-6 * double(k - 1) * double(k - 2) / 2.0);
+    curves[1].push_back(1e-4 * double(k - 1));
+  }
+  ASSERT_LT(0.9e-6, concavity_slack(curves[0]));  // each step alone is within the slack
+  EXPECT_NEAR(exhaustive_best(curves, 1000), 1000.4478, 1e-4);
+  EXPECT_NEAR(curves[0][499] + curves[1][499], 1000.1617, 1e-4);
+  try {
+    const BudgetAllocation a = allocate_budget(curves, 1000, "test");
+    FAIL() << "accepted a curve whose increments grow: allocated " << a.value << " where the optimum is "
+           << exhaustive_best(curves, 1000);
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("curve of head 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("concave"), std::string::npos) << e.what();
+  }
+}
+
+RC_GTEST_PROP(BudgetAllocation, WhatItAcceptsItAllocatesOptimally, ()) {
+  // Concave curves at a scale of 1000 whose increments drift up by up to 1.5 slacks per step:
+  // a curve is either refused or allocated within the slacks its increments may add up to.
+  std::vector<std::vector<double>> curves;
+  const int heads = *rc::gen::inRange(1, 4);
+  int capacity = 0;
+  double slack = 0.0;
+  for (int h = 0; h < heads; ++h) {
+    std::vector<double> curve = concave_curve(*rc::gen::inRange(1, 120));
+    const double drift = *rc::gen::inRange(0, 150) / 100.0 * 1e-9 * 1000.0;
+    double step = 0.0;
+    for (std::size_t i = 0; i < curve.size(); ++i) curve[i] = 1000.0 + curve[i] / 1000.0;
+    for (std::size_t i = 1; i < curve.size(); ++i) {
+      step += drift;
+      for (std::size_t j = i; j < curve.size(); ++j) curve[j] += step;
+    }
+    slack = std::max(slack, concavity_slack(curve));
+    capacity += int(curve.size());
+    curves.push_back(std::move(curve));
+  }
+  const int total = *rc::gen::inRange(heads, capacity + 1);
+  try {
+    const BudgetAllocation a = allocate_budget(curves, total);
+    RC_TAG("accepted");
+    RC_ASSERT(a.value >= exhaustive_best(curves, total) - 2.0 * total * slack);
+  } catch (const InputError&) {
+    RC_TAG("refused");
+    RC_SUCCEED("refused");
+  }
+}
+
 /// max over per-layer budgets 1 ≤ k_g ≤ K with Σ_g S·k_g = total of Σ_h curves[h][k_{group h} − 1],
 /// by enumerating every tuple of layer budgets. −inf when infeasible.
 double exhaustive_layers(const std::vector<std::vector<double>>& curves, const std::vector<int>& group,
@@ -227,6 +283,25 @@ TEST(BudgetAllocation, LayerAndClassFormsRefuseInputTheyAreNotExactFor) {
   EXPECT_THROW((void)allocate_two_classes(two, 1, 1), InputError);                  // below every head streaming
   EXPECT_THROW((void)allocate_two_classes(two, 1, 7), InputError);                  // beyond every head full
   EXPECT_DOUBLE_EQ(allocate_two_classes(two, 1, 4).value, 3.5);  // one full head: the one gaining 1.5
+}
+
+TEST(BudgetAllocation, TwoClassesRefuseADecreasingCurve) {
+  // Both heads full (total 4 = 2 x K): the rule fills the m = 2 heads it can afford whatever they
+  // gain, so head 1, which loses 3 from its second slot, gets it: 6, where head 0 full and head 1
+  // streaming reach 9 within the same total. An optimum never decreases: the curve is refused.
+  const std::vector<std::vector<double>> curves = {{3.0, 3.0}, {6.0, 3.0}};
+  EXPECT_DOUBLE_EQ(exhaustive_classes(curves, 1, 4), 9.0);
+  try {
+    const BudgetAllocation a = allocate_two_classes(curves, 1, 4, "test");
+    FAIL() << "accepted a decreasing curve: allocated " << a.value << " where 9 is reachable";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("curve of head 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nondecreasing"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(first_decrease(curves[1]), 2);
+  EXPECT_EQ(first_decrease(curves[0]), 0);
+  EXPECT_EQ(first_decrease({1000.0, 1000.0 - 0.5e-6}), 0);  // within the slack (1e-6 at 1000)
+  EXPECT_EQ(first_decrease({1000.0, 1000.0, 1000.0 - 2e-6}), 3);
 }
 
 }  // namespace
