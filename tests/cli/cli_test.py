@@ -432,6 +432,15 @@ class CliTest(unittest.TestCase):
                 f.write("\n".join(lines + extra) + "\n")
             self.assert_refused(run("allocate", twice, "--budget", "4", "-o", out), out, "twice.csv", "line 50",
                                 "again", "line " + ("2" if extra[0] == lines[1] else "14"))
+        # A head of a 64-token workload after the 40-token ones: curves of two workloads.
+        long, _ = self.budget_curves(12, name="long", tokens=64)
+        with open(long) as f:
+            other = ["2" + line[1:] for line in f.read().splitlines()[1:13]]  # its layer 0 as layer 2
+        mixed = self.path("mixed.csv")
+        with open(mixed, "w") as f:
+            f.write("\n".join(lines + other) + "\n")
+        self.assert_refused(run("allocate", mixed, "--budget", "4", "-o", out), out, "mixed.csv",
+                            "line 50 tokens", "expected 40", "got 64")
 
     def test_allocate_names_a_budget_it_cannot_take(self):
         path, _ = self.budget_curves()

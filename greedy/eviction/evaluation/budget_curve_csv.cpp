@@ -93,6 +93,11 @@ std::vector<ReadBudgetCurve> read_budget_curve_csv(const std::string& path) {
         throw InputError(path, where, "each head's rows once (budgets 1..K of a head in consecutive rows)",
                          head_name(layer, kv_head) + " again (its rows begin at line " + std::to_string(seen->second) + ")");
       }
+      if (!curves.empty() && tokens != curves.front().tokens) {
+        throw InputError(path, where + " tokens",
+                         std::to_string(curves.front().tokens) + " as every head's before it (one workload's curves)",
+                         std::to_string(tokens));
+      }
       curves.push_back({layer, kv_head, {}, {}, true, tokens, sha, {}});
     }
     ReadBudgetCurve& c = curves.back();

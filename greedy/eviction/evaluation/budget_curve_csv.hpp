@@ -37,7 +37,8 @@ struct ReadBudgetCurve {
 /// written before the tokens and head_sha256 columns is refused with the advice to regenerate it),
 /// a row has the wrong number of fields, a field does not parse or is not finite, a status is
 /// unknown, a head's budgets are not 1, 2, ..., K in consecutive rows or exceed its tokens, a
-/// head's rows appear twice, its tokens or head_sha256 change within its rows, or an exact
+/// head's rows appear twice, its tokens or head_sha256 change within its rows, its tokens differ
+/// from the first head's (curves of several workloads in one file), or an exact
 /// head's OPT(k) decreases (first_decrease, naming the row).
 [[nodiscard]] std::vector<ReadBudgetCurve> read_budget_curve_csv(const std::string& path);
 
