@@ -162,13 +162,14 @@ void add_allocate_command(CLI::App& app) {
       "(simulate --budget-curve K): per head, per layer or into two classes, against the uniform budget");
   cmd->add_option("curves", args->curves, "budget_curve.csv written by simulate --budget-curve K")->required();
   cmd->add_option("--budget", args->budget_text, "Mean budget per KV head: the total is this times the heads")
+      ->type_name("INT")
       ->required();
   cmd->add_option("--by", args->by,
                   "head: each head its own budget; layer: every head of a layer the same (a layer schedule); "
                   "classes: each head --low slots or the curves' largest budget (streaming and full heads)")
       ->check(CLI::IsMember({"head", "layer", "classes"}))
       ->capture_default_str();
-  cmd->add_option("--low", args->low_text, "With --by classes: the streaming heads' budget");
+  cmd->add_option("--low", args->low_text, "With --by classes: the streaming heads' budget")->type_name("INT");
   cmd->add_option("-o,--output", args->output, "Output directory (allocation.csv, allocation.json, heatmap)")
       ->required();
   cmd->add_flag("--no-plots", args->no_plots, "Write the heatmap's data and script but do not draw it");
