@@ -4,6 +4,7 @@ find_package(Boost 1.74 REQUIRED)  # Boost.Math is header-only
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_path(RANDOM123_INCLUDE_DIR Random123/philox.h REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)  # SHA-256 of tensors (core/sha256.hpp)
 if(SUBEVICT_BUILD_CLI)
   find_package(CLI11 2.1 REQUIRED)
 endif()

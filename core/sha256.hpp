@@ -1,14 +1,15 @@
 #pragma once
 /// \file
-/// SHA-256 (FIPS 180-4): the identity of tensors written beside results computed from them, so
-/// that a result file read back is checked against the data it is applied to (e.g. the budget
-/// curves of budget_curve.csv against the head they were computed on).
+/// SHA-256 (FIPS 180-4, computed by OpenSSL's libcrypto): the identity of tensors written beside
+/// results computed from them, so that a result file read back is checked against the data it is
+/// applied to (e.g. the budget curves of budget_curve.csv against the head they were computed on).
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st;  // OpenSSL's digest context (EVP_MD_CTX), kept out of the header
 
 namespace subevict {
 
@@ -24,12 +25,8 @@ class Sha256 {
   [[nodiscard]] std::string hex();
 
  private:
-  void block(const std::uint8_t* data);
-
-  std::array<std::uint32_t, 8> state_;
-  std::array<std::uint8_t, 64> pending_{};
-  std::size_t pending_size_ = 0;
-  std::uint64_t length_ = 0;  ///< bytes appended
+  std::unique_ptr<evp_md_ctx_st, void (*)(evp_md_ctx_st*)> context_;
+  bool finished_ = false;
 };
 
 /// The SHA-256 of `bytes` as 64 lowercase hexadecimal digits.
