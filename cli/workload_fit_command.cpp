@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/count_validator.hpp"
 #include "cli/json_output.hpp"
 #include "core/generator_profile.hpp"
 #include "core/input_error.hpp"
@@ -146,11 +147,11 @@ void add_workload_fit(CLI::App& workload) {
   cmd->add_option("--seed", args->options.seed, "Seed the twin is fitted for")->capture_default_str();
   cmd->add_option("--seeds", args->options.seeds,
                   "Fit the mean statistics of this many seeds (--seed onwards): a twin for every seed, not one draw")
-      ->check(CLI::PositiveNumber)
+      ->check(count_validator())
       ->capture_default_str();
   cmd->add_option("--evaluations", args->options.max_evaluations, "Generated copies measured per layer")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(count_validator());
   cmd->add_option("--tokens", args->options.tokens, "Tokens of the generated copies (0: the input's)")
       ->capture_default_str();
   cmd->add_option("--shorter-lengths", args->options.shorter_lengths,

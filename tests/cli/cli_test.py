@@ -452,6 +452,18 @@ class CliTest(unittest.TestCase):
             r = run("allocate", path, "--budget", "4", "--by", "classes", "--low", value, "-o", out)
             self.assert_refused(r, out, "--low", "got " + value)
 
+    def test_counts_and_numbers_typed_wrong_are_one_line_and_exit_2(self):
+        # workload fit's counts were checked by CLI11's positive-number range (exit 105 with a
+        # 300-digit bound, exit 104 beyond the int range); a number CLI11 cannot convert exited 104.
+        profile = self.path("twin.toml")
+        for option in ("--seeds", "--evaluations"):
+            for value in ("0", "-5", "99999999999", "four"):
+                r = run("workload", "fit", self.path("absent.safetensors"), "-o", profile, option, value)
+                self.assert_refused(r, profile, option, "expected an integer in [1, 2147483647]", "got " + value)
+                self.assertLess(len(r.stderr), 200, r.stderr)
+        r = run("simulate", "--preset", "tiny", "--tokens", "forty", "-o", self.path("sim"))
+        self.assert_refused(r, self.path("sim"), "--tokens", "forty")
+
     def test_share_refuses_curves_of_another_workload_naming_both(self):
         path, _ = self.budget_curves()
         out = self.path("s")
