@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rotary.hpp"
 #include "core/shape.hpp"
 
 namespace subevict {
@@ -64,6 +65,27 @@ class Workload {
   /// every entry is >= 0 (0: global).
   void set_windows(const std::vector<int>& windows);
 
+  /// True when the workload also holds Q and K before RoPE (exporters of rotary models write them,
+  /// core/workload_io.hpp) with each layer's Rotary: q = R(i) q_pre row by row, the same for k.
+  bool has_pre_rope() const { return !q_pre_.empty(); }
+  /// One head's queries / keys before RoPE, laid out as q / k. Preconditions: has_pre_rope()
+  /// (std::logic_error otherwise) and the ranges of q / k (std::out_of_range).
+  ConstHeadMap q_pre(int layer, int q_head) const;
+  ConstHeadMap k_pre(int layer, int kv_head) const;
+  /// The whole pre-RoPE tensors, [layer][head][token][dim] (empty without them).
+  const std::vector<float>& q_pre_data() const { return q_pre_; }
+  const std::vector<float>& k_pre_data() const { return k_pre_; }
+  /// Layer `layer`'s RoPE. Preconditions: has_pre_rope() and 0 <= layer < layers.
+  const Rotary& rotary(int layer) const;
+  /// Every layer's RoPE (size layers; empty without pre-RoPE tensors).
+  const std::vector<Rotary>& rotaries() const { return rotaries_; }
+  /// Sets the pre-RoPE Q and K (sized as q_data() and k_data()) and one Rotary per layer, each
+  /// valid for head_dim; throws std::invalid_argument otherwise. Does not check that they agree
+  /// with Q and K (the exporters' tests do).
+  void set_pre_rope(std::vector<float> q_pre, std::vector<float> k_pre, std::vector<Rotary> rotaries);
+  /// Drops the pre-RoPE tensors and rotaries (the scorers then use Q and K, docs/eviction.md).
+  void clear_pre_rope();
+
 
   std::map<std::string, std::string> metadata;
 
@@ -76,9 +98,12 @@ class Workload {
   std::vector<float> q_, k_, v_;
   double score_scale_ = 0.0;  // 0 means 1/sqrt(head_dim)
   std::vector<int> windows_;  // empty: every layer global
+  std::vector<float> q_pre_, k_pre_;  // empty: no pre-RoPE tensors
+  std::vector<Rotary> rotaries_;      // one per layer with the pre-RoPE tensors
 };
 
-/// The first `tokens` tokens of every head of `w`, with its score scale, windows and metadata: the
+/// The first `tokens` tokens of every head of `w` (its pre-RoPE Q and K too), with its score scale,
+/// windows, rotaries and metadata: the
 /// workload a causal model gives on that prefix of its text. Throws std::invalid_argument unless
 /// 1 <= tokens <= w.shape().tokens.
 Workload first_tokens(const Workload& w, int tokens);

@@ -24,14 +24,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<char, 3> kParts = {'q', 'k', 'v'};
-constexpr int kQ = 0, kK = 1, kV = 2;
+constexpr std::array<std::string_view, 5> kParts = {"q", "k", "v", "q_pre", "k_pre"};
+constexpr int kQ = 0, kK = 1, kV = 2, kQPre = 3, kKPre = 4;
 constexpr std::string_view kLayerPrefix = "layers.";
 constexpr std::string_view kNamePattern =
-    "a name of the form layers.{l}.q, layers.{l}.k or layers.{l}.v (l = 0, 1, ... in decimal)";
+    "a name of the form layers.{l}.q, layers.{l}.k, layers.{l}.v, layers.{l}.q_pre or "
+    "layers.{l}.k_pre (l = 0, 1, ... in decimal)";
 constexpr std::string_view kFormatKey = "format";
 constexpr std::string_view kScaleKey = "score_scale";
 constexpr std::string_view kWindowsKey = "attention_windows";
+constexpr std::string_view kRotaryBasesKey = "rotary_bases";
+constexpr std::string_view kRotaryDimsKey = "rotary_dims";
+constexpr std::string_view kRotaryPairingKey = "rotary_pairing";
+constexpr std::array<std::string_view, 3> kRotaryKeys = {kRotaryBasesKey, kRotaryDimsKey, kRotaryPairingKey};
 constexpr std::array<std::string_view, 3> kNpyFiles = {"q.npy", "k.npy", "v.npy"};
 
 /// The q, k and v shapes of one layer, each [heads, tokens, head_dim], with the source and field
@@ -51,15 +56,16 @@ std::optional<std::pair<int, int>> parse_tensor_name(const std::string& name) {
   const auto [end, error] = std::from_chars(first, last, layer);
   const bool canonical = error == std::errc() && first != end && std::isdigit(*first) &&
                          !(*first == '0' && end - first > 1);
-  if (!canonical || last - end != 2 || end[0] != '.') return std::nullopt;
-  for (int part = 0; part < 3; ++part) {
-    if (end[1] == kParts[part]) return std::pair(layer, part);
+  if (!canonical || end == last || end[0] != '.') return std::nullopt;
+  const std::string_view part_name(end + 1, std::size_t(last - end - 1));
+  for (int part = 0; part < int(kParts.size()); ++part) {
+    if (part_name == kParts[part]) return std::pair(layer, part);
   }
   return std::nullopt;
 }
 
 std::string layer_tensor_name(int layer, int part) {
-  return "layers." + std::to_string(layer) + "." + kParts[part];
+  return "layers." + std::to_string(layer) + "." + std::string(kParts[part]);
 }
 
 /// dims[index] as an int; throws InputError naming the dimension unless it is in [1, INT_MAX].
@@ -155,9 +161,72 @@ std::string format_windows(const std::vector<int>& windows) {
   return text;
 }
 
-/// Moves the metadata into the workload, interpreting the reserved keys.
+/// Per-layer RoPE bases from "10000,1e6,..." (one finite decimal > 1 per layer).
+std::vector<double> parse_rotary_bases(const std::string& text, int layers, const std::string& source) {
+  const std::string expected = std::to_string(layers) + " comma-separated finite RoPE bases > 1 (one per layer)";
+  std::vector<double> bases;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::optional<double> value = finite_number(text.substr(begin, end - begin));
+    if (!value || !(*value > 1.0)) {
+      throw InputError(source, "__metadata__ '" + std::string(kRotaryBasesKey) + "'", expected, "'" + text + "'");
+    }
+    bases.push_back(*value);
+    begin = end + 1;
+  }
+  if (bases.size() != std::size_t(layers)) {
+    throw InputError(source, "__metadata__ '" + std::string(kRotaryBasesKey) + "'", expected,
+                     std::to_string(bases.size()) + " entries ('" + text + "')");
+  }
+  return bases;
+}
+
+/// Each layer's Rotary from the rotary_* entries (erased from `metadata`); throws InputError naming
+/// the entry when one is missing or malformed.
+std::vector<Rotary> take_rotaries(std::map<std::string, std::string>& metadata, const Shape& shape,
+                                  const std::string& source) {
+  for (std::string_view key : kRotaryKeys) {
+    if (!metadata.contains(std::string(key))) {
+      throw InputError(source, "__metadata__ '" + std::string(key) + "'",
+                       "an entry (the pre-RoPE tensors layers.{l}.q_pre/k_pre need rotary_bases, rotary_dims "
+                       "and rotary_pairing)",
+                       "none");
+    }
+  }
+  const std::string pairing = metadata.at(std::string(kRotaryPairingKey));
+  if (pairing != kRotaryPairing) {
+    throw InputError(source, "__metadata__ '" + std::string(kRotaryPairingKey) + "'",
+                     "'" + std::string(kRotaryPairing) + "' (the only pairing supported)", "'" + pairing + "'");
+  }
+  const std::string dims_text = metadata.at(std::string(kRotaryDimsKey));
+  int dims = -1;
+  const auto [ptr, error] = std::from_chars(dims_text.data(), dims_text.data() + dims_text.size(), dims);
+  if (error != std::errc() || ptr != dims_text.data() + dims_text.size() || dims < 2 || dims % 2 != 0 ||
+      dims > shape.head_dim) {
+    throw InputError(source, "__metadata__ '" + std::string(kRotaryDimsKey) + "'",
+                     "an even count of rotated dims from 2 to head_dim " + std::to_string(shape.head_dim),
+                     "'" + dims_text + "'");
+  }
+  std::vector<Rotary> rotaries;
+  for (double base : parse_rotary_bases(metadata.at(std::string(kRotaryBasesKey)), shape.layers, source)) {
+    rotaries.push_back(Rotary{base, dims});
+  }
+  for (std::string_view key : kRotaryKeys) metadata.erase(std::string(key));
+  return rotaries;
+}
+
+/// Moves the metadata into the workload, interpreting the reserved keys. The rotary_* entries
+/// are read by the caller (take_rotaries) and must be gone when there are no pre-RoPE tensors.
 void apply_metadata(std::map<std::string, std::string> metadata, const std::string& source,
                     Workload& workload) {
+  for (std::string_view key : kRotaryKeys) {
+    if (metadata.contains(std::string(key))) {
+      throw InputError(source, "__metadata__ '" + std::string(key) + "'",
+                       "no rotary entry without the pre-RoPE tensors layers.{l}.q_pre and layers.{l}.k_pre",
+                       "'" + metadata.at(std::string(key)) + "'");
+    }
+  }
   const auto format = metadata.find(std::string(kFormatKey));
   if (format != metadata.end()) {
     if (format->second != kWorkloadFormat) {
@@ -179,7 +248,7 @@ void apply_metadata(std::map<std::string, std::string> metadata, const std::stri
   workload.metadata = std::move(metadata);
 }
 
-using LayerTensors = std::array<const Tensor<float>*, 3>;
+using LayerTensors = std::array<const Tensor<float>*, kParts.size()>;
 
 /// Groups the tensors by layer, rejecting unknown names, gaps in the numbering and missing parts.
 std::vector<LayerTensors> group_by_layer(const std::map<std::string, Tensor<float>>& tensors,
@@ -208,6 +277,16 @@ std::vector<LayerTensors> group_by_layer(const std::map<std::string, Tensor<floa
                          "q, k and v for every layer", "missing");
       }
     }
+    // q_pre and k_pre: in every layer or in none (as layer 0 has them).
+    const bool pre = grouped.empty() ? (parts[kQPre] != nullptr || parts[kKPre] != nullptr)
+                                     : grouped[0][kQPre] != nullptr;
+    for (int part : {kQPre, kKPre}) {
+      if ((parts[part] != nullptr) != pre) {
+        throw InputError(source, "tensor '" + layer_tensor_name(layer, part) + "'",
+                         "q_pre and k_pre in every layer or in none",
+                         parts[part] != nullptr ? "present where layer 0 lacks one of them" : "missing");
+      }
+    }
     grouped.push_back(parts);
   }
   return grouped;
@@ -229,19 +308,31 @@ Workload read_workload_safetensors(const std::string& path, const ReadOptions& o
   const std::vector<LayerTensors> layers = group_by_layer(file.tensors, path);
   const Shape shape = infer_shape(int(layers.size()), safetensors_layer_shapes(layers[0], 0, path));
   Workload workload(shape);
+  const bool pre = layers[0][kQPre] != nullptr;
+  std::vector<float> q_pre(pre ? workload.q_data().size() : 0), k_pre(pre ? workload.k_data().size() : 0);
   for (int l = 0; l < shape.layers; ++l) {
-    for (int part : {kQ, kK, kV}) {
+    for (int part : {kQ, kK, kV, kQPre, kKPre}) {
+      if (layers[l][part] == nullptr) continue;
       const Tensor<float>& tensor = *layers[l][part];
-      const auto& first = layers[0][part]->shape;
+      // q_pre and k_pre have the shapes of q and k
+      const int like = part == kQPre ? kQ : part == kKPre ? kK : part;
+      const auto& first = layers[0][like]->shape;
       if (tensor.shape != first) {
         throw InputError(path, "tensor '" + layer_tensor_name(l, part) + "': shape",
-                         shape_string(first) + " (as in layer 0)", shape_string(tensor.shape));
+                         shape_string(first) +
+                             (like == part ? " (as in layer 0)" : " (the shape of " + std::string(kParts[like]) + ")"),
+                         shape_string(tensor.shape));
       }
-      std::vector<float>& all = part == kQ   ? workload.q_data()
-                                : part == kK ? workload.k_data()
-                                             : workload.v_data();
+      std::vector<float>& all = part == kQ      ? workload.q_data()
+                                : part == kK    ? workload.k_data()
+                                : part == kV    ? workload.v_data()
+                                : part == kQPre ? q_pre
+                                                : k_pre;
       std::copy(tensor.data.begin(), tensor.data.end(), all.begin() + l * tensor.data.size());
     }
+  }
+  if (pre) {
+    workload.set_pre_rope(std::move(q_pre), std::move(k_pre), take_rotaries(file.metadata, shape, path));
   }
   apply_metadata(std::move(file.metadata), path, workload);
   return workload;
@@ -290,7 +381,7 @@ void check_writable(const std::string& path, const Workload& workload) {
                          std::to_string(workload.k_data().size()) + ", " +
                          std::to_string(workload.v_data().size()) + " values");
   }
-  for (std::string_view key : {kFormatKey, kScaleKey, kWindowsKey}) {
+  for (std::string_view key : {kFormatKey, kScaleKey, kWindowsKey, kRotaryBasesKey, kRotaryDimsKey, kRotaryPairingKey}) {
     if (workload.metadata.contains(std::string(key))) {
       throw InputError(
           path, "metadata", "no entry named '" + std::string(key) + "' (reserved)",
@@ -315,11 +406,28 @@ void write_workload_safetensors(const std::string& path, const Workload& workloa
         kv_shape, std::span(workload.k_data()).subspan(l * kv_size, kv_size)};
     tensors[layer_tensor_name(l, kV)] = {
         kv_shape, std::span(workload.v_data()).subspan(l * kv_size, kv_size)};
+    if (workload.has_pre_rope()) {
+      tensors[layer_tensor_name(l, kQPre)] = {q_shape, std::span(workload.q_pre_data()).subspan(l * q_size, q_size)};
+      tensors[layer_tensor_name(l, kKPre)] = {kv_shape, std::span(workload.k_pre_data()).subspan(l * kv_size, kv_size)};
+    }
   }
   std::map<std::string, std::string> metadata = workload.metadata;
   metadata[std::string(kFormatKey)] = kWorkloadFormat;
   metadata[std::string(kScaleKey)] = format_score_scale(workload.score_scale());
   if (workload.has_windows()) metadata[std::string(kWindowsKey)] = format_windows(workload.windows());
+  if (workload.has_pre_rope()) {
+    for (const Rotary& r : workload.rotaries()) {
+      if (r.dims != workload.rotaries()[0].dims) {
+        throw InputError(path, "rotary dims", "one count of rotated dims for every layer (the file records one)",
+                         std::to_string(workload.rotaries()[0].dims) + " and " + std::to_string(r.dims));
+      }
+    }
+    std::string bases;
+    for (const Rotary& r : workload.rotaries()) bases += (bases.empty() ? "" : ",") + format_score_scale(r.base);
+    metadata[std::string(kRotaryBasesKey)] = bases;
+    metadata[std::string(kRotaryDimsKey)] = std::to_string(workload.rotaries()[0].dims);
+    metadata[std::string(kRotaryPairingKey)] = kRotaryPairing;
+  }
   write_safetensors(path, tensors, metadata);
 }
 
@@ -336,6 +444,12 @@ void write_workload_directory(const std::string& path, const Workload& workload)
                      "every layer global (a directory of .npy files cannot store sliding windows; "
                      "write a .safetensors file instead)",
                      format_windows(workload.windows()));
+  }
+  if (workload.has_pre_rope()) {
+    throw InputError(path, "pre-RoPE tensors",
+                     "none (a directory of .npy files cannot store the rotary parameters; write a "
+                     ".safetensors file instead)",
+                     "q_pre and k_pre of every layer");
   }
   std::error_code error;
   fs::create_directories(path, error);
@@ -390,6 +504,11 @@ void require_finite(const Workload& workload, const std::vector<int>& layers, co
       for (int h = kv * s.group_size(); h < (kv + 1) * s.group_size(); ++h) check(layer, "q", "query head", h, workload.q(layer, h));
     for (int kv : kv_heads) check(layer, "k", "KV head", kv, workload.k(layer, kv));
     for (int kv : kv_heads) check(layer, "v", "KV head", kv, workload.v(layer, kv));
+    if (!workload.has_pre_rope()) continue;
+    for (int kv : kv_heads)
+      for (int h = kv * s.group_size(); h < (kv + 1) * s.group_size(); ++h)
+        check(layer, "q_pre", "query head", h, workload.q_pre(layer, h));
+    for (int kv : kv_heads) check(layer, "k_pre", "KV head", kv, workload.k_pre(layer, kv));
   }
 }
 

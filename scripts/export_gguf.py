@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Dump per-layer Q, K, V (after RoPE) of a GGUF model for subevict.
+"""Dump per-layer Q, K, V (after RoPE) and Q, K before RoPE of a GGUF model for subevict.
 
 Reads a GGUF file (llama.cpp's format) with subevict's model code (python/subevict/models/, the
 code the closed loop runs too): the file's metadata, its tensors dequantized to float32, its own
 vocabulary, and the forward of its architecture family in float32 torch; runs the first N tokens
-of the text through it and writes every selected layer's Q and K (after RoPE) and V in
+of the text through it and writes every selected layer's Q and K (after RoPE) and V, and Q and K
+before RoPE (q_pre, k_pre) with the rotary parameters that rotate them into Q and K, in
 scripts/export_qkv.py's layout and format (see docs/export.md, "GGUF models").
 
 Usage:
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checkout_models  # noqa: E402
 from export_qkv import (FORMAT, ExportError, check_output_path, parse_layers,  # noqa: E402
-                        read_text_file, resolve_layers, write_safetensors)
+                        read_text_file, resolve_layers, rotary_metadata, write_safetensors)
 
 models = checkout_models.load()
 ModelError = models.ModelError
@@ -76,6 +77,8 @@ def provenance(reader, config, text, input_ids, layers, gguf_sha256):
     if len({bases[layer] for layer in layers}) > 1:
         # Each exported layer's RoPE base where they differ (docs/export.md), for `workload fit`.
         metadata["rope_bases"] = ",".join(repr(float(bases[layer])) for layer in layers)
+    # The rotary of the pre-RoPE tensors (every supported family: full-width rotate_half RoPE).
+    metadata.update(rotary_metadata([bases[layer] for layer in layers], config["head_dim"]))
     return metadata
 
 
@@ -94,10 +97,19 @@ def read_metadata(path):
 
 
 def capture_qkv(model, ids, layers):
-    """{"layers.{i}.q": [q_heads, n, d], ".k", ".v": [kv_heads, n, d]} (float32 torch) of the
-    full-cache forward of `ids` (int64 [n]) at the model `layers` (renumbered i = 0, 1, ...)."""
+    """{"layers.{i}.q": [q_heads, n, d], ".k", ".v": [kv_heads, n, d], ".q_pre", ".k_pre" (q and k
+    before RoPE)} (float32 torch) of the full-cache forward of `ids` (int64 [n]) at the model
+    `layers` (renumbered i = 0, 1, ...)."""
     index = {layer: i for i, layer in enumerate(layers)}
     tensors = {}
+    rotated_inputs = model.attention_inputs
+
+    def attention_inputs(layer, hidden, positions):
+        if layer in index:
+            q_pre, k_pre, _ = rotated_inputs(layer, hidden, positions, rotate=False)
+            tensors[f"layers.{index[layer]}.q_pre"] = q_pre.clone()
+            tensors[f"layers.{index[layer]}.k_pre"] = k_pre.clone()
+        return rotated_inputs(layer, hidden, positions)
 
     def capture(layer, q, k, v):
         if layer in index:
@@ -106,9 +118,13 @@ def capture_qkv(model, ids, layers):
         return models.attend(q, k, v, model.score_scale,
                              models.causal_keep(q.shape[1], k.shape[0], model.windows[layer]))
 
-    models.forward(model, ids, capture)
+    model.attention_inputs = attention_inputs  # this export's model only
+    try:
+        models.forward(model, ids, capture)
+    finally:
+        del model.attention_inputs
     return {f"layers.{i}.{part}": tensors[f"layers.{i}.{part}"]
-            for i in range(len(layers)) for part in "qkv"}
+            for i in range(len(layers)) for part in ("q", "k", "v", "q_pre", "k_pre")}
 
 
 def export(gguf_path, text, tokens, layers, output, if_changed=False, log=None):
@@ -173,7 +189,7 @@ def run(args):
                                if_changed=args.if_changed, log=log)
     if tensors is not None:
         q, k = tensors["layers.0.q"], tensors["layers.0.k"]
-        log(f"wrote {args.output}: layers={len(tensors) // 3} q_heads={q.shape[0]} "
+        log(f"wrote {args.output}: layers={len(tensors) // 5} q_heads={q.shape[0]} "
             f"kv_heads={k.shape[0]} tokens={q.shape[1]} head_dim={q.shape[2]} "
             f"score_scale={metadata['score_scale']}")
     return 0

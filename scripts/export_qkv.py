@@ -9,8 +9,10 @@ convention), and writes them as float32 in subevict's safetensors layout:
     layers.{l}.q   [q_heads,  tokens, head_dim]
     layers.{l}.k   [kv_heads, tokens, head_dim]   (KV heads are not repeated for GQA)
     layers.{l}.v   [kv_heads, tokens, head_dim]
+    layers.{l}.q_pre, layers.{l}.k_pre   q and k before the rotation (plain RoPE only)
     __metadata__   format=subevict.qkv.v1, score_scale, source, exporter, tokens,
                    prompt_sha256, source_layers, rope, model_dtype[, model_type]
+                   [, rotary_bases, rotary_dims, rotary_pairing (with q_pre/k_pre)]
 
 l runs over 0..L-1 in the order of the selected model layers (source_layers lists which).
 
@@ -217,6 +219,44 @@ def apply_rope(x, cos, sin):
     return torch.cat((x_rot * cos + rotate_half(x_rot) * sin, x_pass), dim=-1)
 
 
+# The largest |cos − cos'| and |sin − sin'| between a rotary module's float32 table and the
+# table of the base inferred from it, per position: float32 rounds the angle p θ_j to within
+# about p · 2^-24 radians (and θ_j itself to 2^-24 relative), so 8 p 2^-24 bounds a plain
+# rotary's error; a scaled one (Llama 3's, YaRN's) misses it by orders of magnitude.
+ROPE_TABLE_TOLERANCE_PER_POSITION = 8 * 2.0 ** -24
+
+
+def plain_rotary_base(cos, sin):
+    """The RoPE base b of a (cos, sin) table [T, R] (positions 0..T-1, rotate_half layout) when
+    it is plain RoPE, cos[p, j] = cos(p b^(-2j/R)) for j < R/2 (repeated in both halves), within
+    ROPE_TABLE_TOLERANCE_PER_POSITION per position; None otherwise (scaled or learned rotaries,
+    R < 4, fewer than 2 positions), where no pre-RoPE tensors can be described."""
+    import math
+
+    import torch
+
+    tokens, rot = cos.shape
+    if rot < 4 or rot % 2 or tokens < 2:
+        return None
+    theta_1 = math.atan2(float(sin[1, 1]), float(cos[1, 1]))
+    if not 0.0 < theta_1 < 1.0:
+        return None
+    base = theta_1 ** (-rot / 2.0)
+    half = torch.arange(0, rot, 2, dtype=torch.float64) / rot
+    freqs = torch.arange(tokens, dtype=torch.float64).unsqueeze(-1) * (base ** -half).unsqueeze(0)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    error = torch.maximum((emb.cos() - cos.double()).abs(), (emb.sin() - sin.double()).abs())
+    bound = ROPE_TABLE_TOLERANCE_PER_POSITION * torch.arange(1, tokens + 1, dtype=torch.float64)
+    return base if bool((error.max(dim=-1).values <= bound).all()) else None
+
+
+def rotary_metadata(bases, dims):
+    """The workload metadata entries that describe pre-RoPE tensors (core/workload_io.hpp): each
+    exported layer's base, the rotated dims, the pairing."""
+    return {"rotary_bases": ",".join(repr(float(b)) for b in bases), "rotary_dims": str(int(dims)),
+            "rotary_pairing": "rotate_half"}
+
+
 def _normalize_cos_sin(output, positions, what):
     """A rotary module's (cos, sin) output, any of [b=1, T, R], [1, 1, N, R] or [N, R], as the
     [T, R] rows for `positions`."""
@@ -271,7 +311,7 @@ def _forward_accepts(model, name):
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def capture_qkv(model, input_ids, layers=None, rope="auto"):
+def capture_qkv(model, input_ids, layers=None, rope="auto", pre_rope=None):
     """One forward pass of input_ids ([1, tokens]) through `model`; returns the ordered dict
     {"layers.{l}.q": [q_heads, T, D], "layers.{l}.k"/".v": [kv_heads, T, D]} of float32 CPU
     tensors for the selected model layers (None: all), renumbered l = 0, 1, ... .
@@ -279,7 +319,11 @@ def capture_qkv(model, input_ids, layers=None, rope="auto"):
     q and k are rotated with the model's own RoPE (rope="auto"), or left as projected
     (rope="none", for models with learned or absolute positions). Where an attention module has
     q_norm/k_norm (Qwen 3, OLMo 2, Gemma 3), their outputs are captured instead of the raw
-    projections, since the model normalises before rotating."""
+    projections, since the model normalises before rotating.
+
+    With rope="auto" and a dict `pre_rope`, layers whose rotary is plain RoPE (plain_rotary_base)
+    also get "layers.{l}.q_pre"/".k_pre", the same heads before the rotation, and pre_rope[l] =
+    (base, rotated dims); where any selected layer's rotary is not plain, none does."""
     import torch
 
     if rope not in ("auto", "none"):
@@ -369,9 +413,14 @@ def capture_qkv(model, input_ids, layers=None, rope="auto"):
                     cos, sin = _normalize_cos_sin(calls[0], positions, what)
                 else:
                     cos, sin = rope_cos_sin(rotary, heads["q"].unsqueeze(0), positions)
+                if pre_rope is not None:
+                    base = plain_rotary_base(cos, sin)
+                    if base is not None:
+                        heads["q_pre"], heads["k_pre"] = heads["q"], heads["k"]
+                        pre_rope[out_index] = (base, int(cos.shape[-1]))
                 heads["q"] = apply_rope(heads["q"], cos, sin)
                 heads["k"] = apply_rope(heads["k"], cos, sin)
-            for part in ("q", "k", "v"):
+            for part in [p for p in ("q", "k", "v", "q_pre", "k_pre") if p in heads]:
                 result[f"layers.{out_index}.{part}"] = (
                     heads[part].to(device="cpu", dtype=torch.float32).contiguous())
         shapes = {(result[f"layers.{i}.q"].shape, result[f"layers.{i}.k"].shape)
@@ -383,6 +432,10 @@ def capture_qkv(model, input_ids, layers=None, rope="auto"):
         if result["layers.0.q"].shape[0] % kv:
             raise ExportError(f"q_heads {result['layers.0.q'].shape[0]} is not a multiple of "
                               f"kv_heads {kv}")
+    if pre_rope is not None and (len(pre_rope) != len(selected) or
+                                 len({dims for _, dims in pre_rope.values()}) > 1):
+        pre_rope.clear()  # pre-RoPE tensors in every layer or in none, one rotated width
+        result = {name: x for name, x in result.items() if not name.endswith("_pre")}
     return result
 
 
@@ -592,7 +645,8 @@ def run(args, loader):
 
     attention = find_attention_modules(model)
     selected = resolve_layers(layers, len(attention))
-    tensors = capture_qkv(model, input_ids, selected, rope=args.rope)
+    rotary = {}
+    tensors = capture_qkv(model, input_ids, selected, rope=args.rope, pre_rope=rotary)
 
     scales = set()
     for index in selected:
@@ -621,6 +675,11 @@ def run(args, loader):
     model_type = getattr(config, "model_type", None)
     if isinstance(model_type, str) and model_type:
         metadata["model_type"] = model_type
+    if rotary:
+        metadata.update(rotary_metadata([rotary[i][0] for i in range(len(selected))], rotary[0][1]))
+    elif args.rope == "auto":
+        print("export_qkv: note: the rotary is not plain RoPE (scaled or partial in some layer); "
+              "no pre-RoPE tensors written", file=sys.stderr)
     write_safetensors(output, tensors, metadata)
     q, k = tensors["layers.0.q"], tensors["layers.0.k"]
     print(f"export_qkv: wrote {args.output}: layers={len(selected)} q_heads={q.shape[0]} "

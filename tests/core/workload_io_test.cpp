@@ -164,11 +164,12 @@ TEST_F(WorkloadFileValidation, AcceptsTheBaseCase) {
 }
 
 TEST_F(WorkloadFileValidation, UnknownNamesAreRejectedWithThePattern) {
-  for (const std::string name : {"model.embed", "layers.01.q", "layers.0.qq", "layers.-1.q",
+  for (const std::string name : {"model.embed", "layers.01.q", "layers.0.qq", "layers.-1.q", "layers.0.v_pre",
+                                 "layers.0.q_pre.", "layers.0.", "layers.0",
                                  "layers.0.Q", "layers..q", "layers.99999999999999999999.q"}) {
     auto tensors = layer_tensors(1, 1, 1, 2, 2);
     tensors[name] = {{1}, {1.0f}};
-    EXPECT_TRUE(rejected(tensors, {"tensor '" + name + "'", "layers.{l}.q, layers.{l}.k or"}));
+    EXPECT_TRUE(rejected(tensors, {"tensor '" + name + "'", "layers.{l}.q, layers.{l}.k, layers.{l}.v,"}));
   }
 }
 
@@ -334,6 +335,150 @@ TEST(WorkloadIoWrite, RefusesToLoseOrCorruptInformation) {
               {"output file: expected to be written atomically"}));
 }
 
+/// A workload of `shape` with distinct values everywhere and pre-RoPE tensors (q_pre = q + 0.5,
+/// k_pre = k − 0.5: the reader does not tie them to q and k) on the given per-layer bases.
+Workload pre_rope_workload(const Shape& shape, const std::vector<double>& bases, int dims) {
+  Workload w(shape);
+  for (std::size_t i = 0; i < w.q_data().size(); ++i) w.q_data()[i] = 0.25f * float(i);
+  for (std::size_t i = 0; i < w.k_data().size(); ++i) w.k_data()[i] = -0.5f * float(i), w.v_data()[i] = float(i);
+  std::vector<float> q_pre = w.q_data(), k_pre = w.k_data();
+  for (float& x : q_pre) x += 0.5f;
+  for (float& x : k_pre) x -= 0.5f;
+  std::vector<Rotary> rotaries;
+  for (double base : bases) rotaries.push_back(Rotary{base, dims});
+  w.set_pre_rope(std::move(q_pre), std::move(k_pre), rotaries);
+  return w;
+}
+
+TEST(WorkloadPreRope, RoundTripThroughSafetensorsWithEachLayersBase) {
+  ScratchDir scratch;
+  // Gemma 3's two bases (sliding and global layers), a base that needs 17 digits.
+  const Workload w = pre_rope_workload(Shape{3, 4, 2, 5, 6}, {10000.0, 1e6, 1.0 / 3.0 + 500000.0}, 4);
+  const std::string file = scratch.path("w.safetensors");
+  write_workload(file, w);
+  const Workload back = read_workload(file);
+  ASSERT_TRUE(back.has_pre_rope());
+  EXPECT_EQ(bits(back.q_pre_data()), bits(w.q_pre_data()));
+  EXPECT_EQ(bits(back.k_pre_data()), bits(w.k_pre_data()));
+  EXPECT_EQ(back.rotaries(), w.rotaries());
+  EXPECT_EQ(back.rotary(2).base, 1.0 / 3.0 + 500000.0);
+  EXPECT_TRUE(back == w);
+  EXPECT_TRUE(back.metadata.empty());  // reserved keys, not provenance
+  // The tensors are part of the workload: without them it differs.
+  Workload without = w;
+  without.clear_pre_rope();
+  EXPECT_FALSE(without == w);
+  EXPECT_FALSE(read_workload(file) == without);
+  // A prefix keeps the pre-RoPE rows and the rotaries.
+  const Workload p = first_tokens(w, 2);
+  ASSERT_TRUE(p.has_pre_rope());
+  EXPECT_EQ(p.rotaries(), w.rotaries());
+  for (int l = 0; l < 3; ++l) {
+    for (int h = 0; h < 4; ++h) EXPECT_EQ(RowMatrixf(p.q_pre(l, h)), RowMatrixf(w.q_pre(l, h).topRows(2)));
+    for (int h = 0; h < 2; ++h) EXPECT_EQ(RowMatrixf(p.k_pre(l, h)), RowMatrixf(w.k_pre(l, h).topRows(2)));
+  }
+}
+
+TEST(WorkloadPreRope, WritersRefuseWhatTheyCannotStore) {
+  ScratchDir scratch;
+  const Workload w = pre_rope_workload(Shape{1, 2, 1, 3, 4}, {10000.0}, 4);
+  const std::string dir = scratch.path("dir");
+  EXPECT_TRUE(rejects([&] { write_workload(dir, w); }, {dir, "pre-RoPE tensors: expected none"}));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  Workload two = pre_rope_workload(Shape{2, 2, 1, 3, 4}, {10000.0, 10000.0}, 4);
+  two.set_pre_rope(two.q_pre_data(), two.k_pre_data(), {Rotary{10000.0, 4}, Rotary{10000.0, 2}});
+  const std::string mixed = scratch.path("mixed.safetensors");
+  EXPECT_TRUE(rejects([&] { write_workload(mixed, two); }, {mixed, "rotary dims: expected one count", "4 and 2"}));
+  EXPECT_FALSE(std::filesystem::exists(mixed));
+  for (const char* key : {"rotary_bases", "rotary_dims", "rotary_pairing"}) {
+    Workload reserved = w;
+    reserved.metadata[key] = "1";
+    EXPECT_TRUE(rejects([&] { write_workload(scratch.unique(".safetensors"), reserved); },
+                        {"metadata: expected no entry named '" + std::string(key) + "' (reserved)"}));
+  }
+  Workload bad = w;
+  EXPECT_THROW(bad.set_pre_rope(w.q_pre_data(), {}, w.rotaries()), std::invalid_argument);
+  EXPECT_THROW(bad.set_pre_rope(w.q_pre_data(), w.k_pre_data(), {}), std::invalid_argument);
+  EXPECT_THROW(bad.set_pre_rope(w.q_pre_data(), w.k_pre_data(), {Rotary{10000.0, 3}}), std::invalid_argument);
+  EXPECT_THROW(bad.set_pre_rope(w.q_pre_data(), w.k_pre_data(), {Rotary{10000.0, 6}}), std::invalid_argument);
+  EXPECT_THROW(bad.set_pre_rope(w.q_pre_data(), w.k_pre_data(), {Rotary{1.0, 4}}), std::invalid_argument);
+  EXPECT_THROW((void)Workload(Shape{1, 1, 1, 2, 2}).q_pre(0, 0), std::logic_error);
+}
+
+/// layer_tensors with q_pre and k_pre in every layer, and the rotary metadata for them.
+std::map<std::string, Tensor<float>> pre_rope_tensors(int layers) {
+  auto tensors = layer_tensors(layers, 2, 1, 3, 4);
+  for (int l = 0; l < layers; ++l) {
+    const std::string prefix = "layers." + std::to_string(l) + ".";
+    tensors[prefix + "q_pre"] = tensors[prefix + "q"];
+    tensors[prefix + "k_pre"] = tensors[prefix + "k"];
+  }
+  return tensors;
+}
+const std::map<std::string, std::string> kRotaryMetadata = {
+    {"rotary_bases", "10000,1e6"}, {"rotary_dims", "4"}, {"rotary_pairing", "rotate_half"}};
+
+TEST_F(WorkloadFileValidation, PreRopeTensorsComeInPairsInEveryLayerWithTheirShapes) {
+  const std::string path = scratch_.unique(".safetensors");
+  write_safetensors(path, pre_rope_tensors(2), kRotaryMetadata);
+  const Workload ok = read_workload(path);
+  ASSERT_TRUE(ok.has_pre_rope());
+  EXPECT_EQ(ok.rotaries(), (std::vector<Rotary>{{10000.0, 4}, {1e6, 4}}));
+
+  auto lone = pre_rope_tensors(2);
+  lone.erase("layers.0.k_pre");
+  EXPECT_TRUE(rejected(lone, {"tensor 'layers.0.k_pre': expected q_pre and k_pre in every layer or in none", "missing"},
+                       kRotaryMetadata));
+  auto partial = pre_rope_tensors(2);
+  partial.erase("layers.1.q_pre");
+  partial.erase("layers.1.k_pre");
+  EXPECT_TRUE(rejected(partial, {"tensor 'layers.1.q_pre': expected q_pre and k_pre in every layer or in none"},
+                       kRotaryMetadata));
+  auto late = layer_tensors(2, 2, 1, 3, 4);
+  late["layers.1.q_pre"] = late["layers.1.q"];
+  EXPECT_TRUE(rejected(late, {"tensor 'layers.1.q_pre'", "present where layer 0 lacks one of them"}, kRotaryMetadata));
+  auto shape = pre_rope_tensors(2);
+  shape["layers.1.k_pre"] = shape["layers.1.q"];  // [2, 3, 4] where k is [1, 3, 4]
+  EXPECT_TRUE(rejected(shape, {"tensor 'layers.1.k_pre': shape: expected [1, 3, 4] (the shape of k)", "got [2, 3, 4]"},
+                       kRotaryMetadata));
+  auto nan = pre_rope_tensors(2);
+  nan["layers.1.q_pre"].data[5] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(rejected(nan, {"tensor 'layers.1.q_pre': values", "element 5"}, kRotaryMetadata));
+}
+
+TEST_F(WorkloadFileValidation, RotaryMetadataExactlyWithThePreRopeTensors) {
+  for (const auto& [key, value] : kRotaryMetadata) {
+    auto without = kRotaryMetadata;
+    without.erase(key);
+    EXPECT_TRUE(rejected(pre_rope_tensors(2), {"__metadata__ '" + key + "': expected an entry", "got none"}, without))
+        << key;
+    EXPECT_TRUE(rejected(layer_tensors(2, 2, 1, 3, 4),
+                         {"__metadata__ '" + key + "': expected no rotary entry without the pre-RoPE tensors"},
+                         {{key, value}}))
+        << key;
+  }
+  const auto with = [](const std::string& key, const std::string& value) {
+    auto metadata = kRotaryMetadata;
+    metadata[key] = value;
+    return metadata;
+  };
+  for (const std::string bad : {"10000", "10000,1e6,1e6", "10000,1", "10000,-5", "10000,inf", "10000,nan", "10000,x", "10000,"}) {
+    EXPECT_TRUE(rejected(pre_rope_tensors(2), {"__metadata__ 'rotary_bases': expected 2 comma-separated finite RoPE bases > 1"},
+                         with("rotary_bases", bad)))
+        << bad;
+  }
+  for (const std::string bad : {"0", "3", "6", "-2", "4x", "", " 4"}) {
+    EXPECT_TRUE(rejected(pre_rope_tensors(2), {"__metadata__ 'rotary_dims': expected an even count of rotated dims from 2 to head_dim 4"},
+                         with("rotary_dims", bad)))
+        << bad;
+  }
+  for (const std::string bad : {"interleaved", "rotate-half", ""}) {
+    EXPECT_TRUE(rejected(pre_rope_tensors(2), {"__metadata__ 'rotary_pairing': expected 'rotate_half'"},
+                         with("rotary_pairing", bad)))
+        << bad;
+  }
+}
+
 // Boundaries of the workload reader's bounds: at the limit and one below accepted, one above
 // rejected naming the file, the tensor and the dimension.
 
@@ -355,7 +500,7 @@ TEST_F(WorkloadFileValidation, DimensionsUpToIntMax) {
   EXPECT_TRUE(rejected(last_layer, {"layers numbered contiguously from 0", "some for layer 2147483647"}));
   auto past_int = layer_tensors(1, 1, 1, 2, 2);
   past_int["layers.2147483648.q"] = {{1}, {1.0f}};
-  EXPECT_TRUE(rejected(past_int, {"tensor 'layers.2147483648.q'", "layers.{l}.q, layers.{l}.k or"}));
+  EXPECT_TRUE(rejected(past_int, {"tensor 'layers.2147483648.q'", "layers.{l}.q, layers.{l}.k, layers.{l}.v,"}));
 }
 
 TEST(WorkloadShapeBounds, ElementCountUpTo2To40) {

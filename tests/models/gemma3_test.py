@@ -17,6 +17,10 @@ import torch
 import subevict
 from subevict import models
 
+sys.dont_write_bytecode = True  # leave no __pycache__ in tests/scripts/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+import rotary_reference  # noqa: E402  (tests/scripts/rotary_reference.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXT = "/usr/share/common-licenses/GPL-3"
 TOKENS = 640
@@ -110,3 +114,18 @@ def test_export_records_each_layers_window_and_every_tool_reads_it(gemma, tmp_pa
     # The same tensors read as global attention differ: the mask is part of the workload.
     unmasked = subevict.Workload(w.q, w.k, w.v, w.score_scale, w.metadata)
     assert float(subevict.attention(unmasked, 0, 0)[last, :last - 511].sum()) > 1e-3
+    # Each layer's pre-RoPE q and k, rotated on its own base (10000 on the sliding layer, 1e6 on
+    # the global one) by an independent RoPE, give the stored q and k.
+    from safetensors.numpy import load_file
+    from safetensors import safe_open
+
+    tensors = load_file(str(out))
+    with safe_open(str(out), framework="np") as stream:
+        metadata = stream.metadata()
+    rotary = rotary_reference.parse_rotary(metadata, 2)
+    assert rotary == [(10000.0, 256), (1000000.0, 256)]
+    for layer, (base, dims) in enumerate(rotary):
+        for part in ("q", "k"):
+            error, tolerance = rotary_reference.max_rotation_error(
+                tensors[f"layers.{layer}.{part}_pre"], tensors[f"layers.{layer}.{part}"], base, dims)
+            assert error <= tolerance, (layer, part, error, tolerance)

@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 
 import export_qkv  # noqa: E402
+import rotary_reference  # noqa: E402
 import tiny_llama  # noqa: E402
 
 SUBEVICT = None  # set from --subevict
@@ -138,6 +139,49 @@ class CaptureTest(TempDirTest):
         raw_q = model.model.layers[1].self_attn.last_q_raw
         self.assertGreater((tensors["layers.1.q"] - raw_q).abs().max().item(), 1e-2)
 
+    def check_pre_rope(self, model, tensors, rotary, tokens):
+        """q_pre/k_pre are the model's own projections before RoPE, and rotating them with the
+        recorded (base, dims) reproduces the exported q/k to the float32 rotation tolerance."""
+        self.assertEqual(sorted(rotary), [0, 1])
+        for i, layer in enumerate(model.model.layers):
+            attn = layer.self_attn
+            self.assertClose(tensors[f"layers.{i}.q_pre"], attn.last_q_raw.float(), "q_pre")
+            self.assertClose(tensors[f"layers.{i}.k_pre"], attn.last_k_raw.float(), "k_pre")
+            base, dims = rotary[i]
+            self.assertEqual(dims, 8)
+            self.assertAlmostEqual(base, model.config.rope_theta, delta=1e-3 * model.config.rope_theta)
+            for part in ("q", "k"):
+                error, tolerance = rotary_reference.max_rotation_error(
+                    tensors[f"layers.{i}.{part}_pre"].numpy(), tensors[f"layers.{i}.{part}"].numpy(),
+                    base, dims)
+                self.assertLessEqual(error, tolerance, f"layer {i} {part}: rotated {part}_pre")
+
+    def test_pre_rope_tensors_rotate_into_q_and_k(self):
+        for style in ("model", "attention_legacy"):
+            model = tiny_llama.build_tiny_llama(seed=11, rope_style=style, rope_theta=500.0)
+            ids = input_ids()
+            rotary = {}
+            tensors = export_qkv.capture_qkv(model, ids, pre_rope=rotary)
+            self.check_pre_rope(model, tensors, rotary, ids.shape[1])
+
+    def test_pre_rope_tensors_after_the_qk_norm(self):
+        model = tiny_llama.build_tiny_llama(seed=12, qk_norm=True)
+        ids = input_ids()
+        rotary = {}
+        tensors = export_qkv.capture_qkv(model, ids, pre_rope=rotary)
+        self.check_pre_rope(model, tensors, rotary, ids.shape[1])
+
+    def test_scaled_rotary_gets_no_pre_rope_tensors(self):
+        # A scaled frequency (as Llama 3's long-context scaling) is not base^(-2j/d): no base
+        # describes it, so no pre-RoPE tensors are written (the post-RoPE ones still are).
+        model = tiny_llama.build_tiny_llama(seed=13)
+        model.model.rotary_emb.inv_freq[-1] *= 0.25
+        ids = input_ids()
+        rotary = {}
+        tensors = export_qkv.capture_qkv(model, ids, pre_rope=rotary)
+        self.assertEqual(rotary, {})
+        self.check_against_model(model, tensors, [0, 1], ids.shape[1])
+
     def test_legacy_rotary_on_attention_module(self):
         model = tiny_llama.build_tiny_llama(seed=1, rope_style="attention_legacy")
         ids = input_ids("older transformers kept rotary_emb on each attention module")
@@ -233,8 +277,8 @@ class FileTest(TempDirTest):
         out = self.export(model)
         header, metadata, tensors = read_safetensors(out)
         tokens = input_ids().shape[1]
-        self.assertEqual(sorted(tensors), ["layers.0.k", "layers.0.q", "layers.0.v",
-                                           "layers.1.k", "layers.1.q", "layers.1.v"])
+        self.assertEqual(sorted(tensors), [f"layers.{i}.{p}" for i in (0, 1)
+                                           for p in ("k", "k_pre", "q", "q_pre", "v")])
         for i, layer in enumerate(model.model.layers):
             for part, heads in (("q", 4), ("k", 2), ("v", 2)):
                 shape, values = tensors[f"layers.{i}.{part}"]
@@ -255,13 +299,22 @@ class FileTest(TempDirTest):
                          hashlib.sha256(TEXT.encode("utf-8")).hexdigest())
         self.assertEqual(metadata["source_layers"], "0,1")
         self.assertTrue(all(isinstance(v, str) for v in metadata.values()))
+        # The stored pre-RoPE tensors, rotated with the stored parameters, give the stored q, k.
+        for i, (base, dims) in enumerate(rotary_reference.parse_rotary(metadata, 2)):
+            self.assertEqual(dims, 8)
+            for part, heads in (("q", 4), ("k", 2)):
+                pre, post = (torch.tensor(tensors[f"layers.{i}.{name}"][1].tolist()).reshape(
+                    heads, tokens, 8).numpy() for name in (part + "_pre", part))
+                error, tolerance = rotary_reference.max_rotation_error(pre, post, base, dims)
+                self.assertLessEqual(error, tolerance, f"file layer {i} {part}")
         self.assertEqual(os.listdir(self.tmp), ["qkv.safetensors"], "temporary files left")
 
     def test_cli_layers_and_max_tokens(self):
         model = tiny_llama.build_tiny_llama(seed=11)
         out = self.export(model, ["--layers", "1", "--max-tokens", "5"])
         _, metadata, tensors = read_safetensors(out)
-        self.assertEqual(sorted(tensors), ["layers.0.k", "layers.0.q", "layers.0.v"])
+        self.assertEqual(sorted(tensors), ["layers.0.k", "layers.0.k_pre", "layers.0.q",
+                                           "layers.0.q_pre", "layers.0.v"])
         self.assertEqual(tensors["layers.0.q"][0], [4, 5, 8])
         self.assertEqual(metadata["tokens"], "5")
         self.assertEqual(metadata["source_layers"], "1")

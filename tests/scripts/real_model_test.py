@@ -33,6 +33,7 @@ import torch  # noqa: E402
 
 import export_gguf  # noqa: E402
 import hf_llama_reference  # noqa: E402
+import rotary_reference  # noqa: E402
 
 models = export_gguf.models
 
@@ -133,7 +134,7 @@ class RealModelTest(unittest.TestCase):
 
     def test_exported_qk_reproduce_model_attention(self):
         tensors, metadata = self.exported()
-        self.assertEqual(len(tensors), 3 * 30)
+        self.assertEqual(len(tensors), 5 * 30)
         self.assertEqual(tensors["layers.0.q"].shape, (9, TOKENS, 64))
         self.assertEqual(tensors["layers.29.k"].shape, (3, TOKENS, 64))
         self.assertEqual(float(metadata["score_scale"]), 64 ** -0.5)
@@ -143,6 +144,21 @@ class RealModelTest(unittest.TestCase):
         print(f"\nmax |attention diff| over 30 layers x 9 heads: {worst:.3g}", file=sys.stderr)
         for layer, diff in diffs:
             self.assertLessEqual(diff, ATTENTION_TOL, f"layer {layer}")
+
+    def test_pre_rope_tensors_rotate_into_q_and_k(self):
+        """The stored q_pre/k_pre, rotated with the stored rotary parameters (the model's base
+        1e5, all 64 dims) by an independent float64 RoPE, give the stored q/k to the float32
+        rotation tolerance; and they are not the rotated tensors themselves."""
+        tensors, metadata = self.exported()
+        rotary = rotary_reference.parse_rotary(metadata, 30)
+        self.assertEqual(set(rotary), {(100000.0, 64)})
+        for layer, (base, dims) in enumerate(rotary):
+            for part in ("q", "k"):
+                pre, post = tensors[f"layers.{layer}.{part}_pre"], tensors[f"layers.{layer}.{part}"]
+                self.assertEqual(pre.shape, post.shape)
+                error, tolerance = rotary_reference.max_rotation_error(pre, post, base, dims)
+                self.assertLessEqual(error, tolerance, f"layer {layer} {part}")
+                self.assertGreater(float(numpy.abs(pre - post).max()), 100 * tolerance)
 
     def test_own_forward_equals_the_transformers_reference(self):
         """subevict.models' forward against transformers' LlamaForCausalLM on the same weights:
@@ -205,7 +221,8 @@ class RealModelTest(unittest.TestCase):
         out = os.path.join(self.tmp, "subset.safetensors")
         tensors, metadata = export_gguf.export(self.model["path"], self.model["text"], 64,
                                                [3, 17], out)
-        self.assertEqual(sorted(tensors), [f"layers.{i}.{p}" for i in (0, 1) for p in "kqv"])
+        self.assertEqual(sorted(tensors), [f"layers.{i}.{p}" for i in (0, 1)
+                                           for p in ("k", "k_pre", "q", "q_pre", "v")])
         self.assertEqual(metadata["source_layers"], "3,17")
         full, _ = self.exported()
         for out_index, layer in ((0, 3), (1, 17)):

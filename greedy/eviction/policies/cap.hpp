@@ -25,12 +25,16 @@ namespace subevict::greedy::policies {
 ///   head score w_t ℓ_t; aggregated over the group by the GroupAggregation rule (kvpress: mean).
 /// Once full, evict the non-sink member with the smallest score (ties: lowest token; the new token
 /// is a candidate). Prefill: keep the sinks and the top k − s by the same score.
-/// Differences from kvpress: the anchor is the mean of the post-RoPE queries seen so far (a
-/// workload holds no pre-RoPE queries nor RoPE parameters), not of the pre-RoPE prompt queries
-/// rotated by the average RoPE matrix of the next n_future_positions positions; double precision.
+/// Queries: where the workload stores pre-RoPE tensors (HeadGroup::has_pre_rope), as kvpress the
+/// anchor is the mean of the pre-RoPE queries rotated by R̄, the average RoPE matrix of the
+/// F = `n_future_positions` positions after the i + 1 tokens seen (prefill: P); the keys are the
+/// cache's (after RoPE). Without pre-RoPE tensors it is the mean of the post-RoPE queries,
+/// unrotated: an approximation (docs/eviction.md measures it on SmolLM2).
+/// Difference from kvpress: double precision.
 class CapPolicy final : public SetScoredPolicy<CapPolicy> {
  public:
-  CapPolicy(int sinks, double tau, double epsilon) : sinks_(sinks), tau_(tau), epsilon_(epsilon) {}
+  CapPolicy(int sinks, double tau, double epsilon, int future_positions)
+      : sinks_(sinks), tau_(tau), epsilon_(epsilon), future_(future_positions) {}
   [[nodiscard]] std::string name() const override { return "cap"; }
   // The rule (RankedPolicy hooks).
   void on_reset() {
@@ -40,6 +44,7 @@ class CapPolicy final : public SetScoredPolicy<CapPolicy> {
     }
     const HeadGroup& in = *context().input;
     sum_.assign(in.q.size(), Eigen::VectorXd::Zero(in.k.cols()));
+    count_ = 0;
     score_.assign(std::size_t(context().tokens), 0.0);
   }
   [[nodiscard]] bool eligible(int, Token t) const { return t >= sinks_; }
@@ -57,12 +62,14 @@ class CapPolicy final : public SetScoredPolicy<CapPolicy> {
       values.row(r) = in.v.row(members[std::size_t(r)]).cast<double>();
     }
     std::vector<Eigen::VectorXd> head(g);
+    const Eigen::MatrixXd rotation = in.future_rotation(count_ + sinks_, future_);
     for (std::size_t h = 0; h < g; ++h) {
-      const double anchor_norm = sum_[h].norm();
+      const Eigen::VectorXd anchor = rotation * sum_[h];  // |Q| times the anchor: c_t is scale-free
+      const double anchor_norm = anchor.norm();
       Eigen::VectorXd c(m);
       for (Eigen::Index r = 0; r < m; ++r) {
         const double denominator = anchor_norm * keys.row(r).norm();
-        c(r) = denominator > 0.0 ? std::clamp(keys.row(r).dot(sum_[h].transpose()) / denominator, -1.0, 1.0) : 0.0;
+        c(r) = denominator > 0.0 ? std::clamp(keys.row(r).dot(anchor.transpose()) / denominator, -1.0, 1.0) : 0.0;
       }
       const Eigen::VectorXd w = (tau_ * (c.array() - c.maxCoeff())).exp().matrix();
       Eigen::MatrixXd scaled = values;  // rows sqrt(w_u + ε) v_u, so A = I + scaledᵀ scaled
@@ -83,11 +90,14 @@ class CapPolicy final : public SetScoredPolicy<CapPolicy> {
  private:
   void add_query(int s) {
     const HeadGroup& in = *context().input;
-    for (std::size_t h = 0; h < in.q.size(); ++h) sum_[h] += in.q[h].row(s).cast<double>().transpose();
+    for (std::size_t h = 0; h < in.q.size(); ++h) sum_[h] += in.queries_before_rope(h).row(s).cast<double>().transpose();
+    ++count_;
   }
   int sinks_;
   double tau_, epsilon_;
+  int future_;
   std::vector<Eigen::VectorXd> sum_;
+  int count_ = 0;
 };
 
 }  // namespace subevict::greedy::policies

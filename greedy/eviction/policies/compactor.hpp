@@ -39,7 +39,8 @@ inline void z_normalize(std::vector<double>& x) {
 /// - the protected tokens are the first a (tokens 0..a−1) and the last b of the set (tokens
 ///   i−b+1..i at step i, P−b..P−1 at prefill); M is the rest of G_i (the prompt at prefill), in
 ///   ascending order;
-/// - leverage: h_t = ridge_leverage over M (the `leverage` policy's score), z-normalized over M;
+/// - leverage: h_t = ridge_leverage over M (the `leverage` policy's score, on the pre-RoPE keys
+///   where the workload stores them, as kvpress, else on the keys after RoPE), z-normalized over M;
 /// - non-causal chunked attention: M is cut into chunks of C consecutive members (the last one
 ///   shorter); for each query head of the group and each member s of a chunk, p_s = softmax over
 ///   the chunk's members t of ⟨q_s, k_t⟩ (the raw dot product, without the score scale, as
@@ -51,8 +52,8 @@ inline void z_normalize(std::vector<double>& x) {
 /// top k − a − b.
 /// Differences from kvpress, which defines the press at prefill only: in streaming the scores are
 /// those of the current set, recomputed at every eviction (as every set scorer here); the leverage
-/// is exact on keys after RoPE where kvpress sketches pre-RoPE keys with a random Gaussian
-/// d × 48 matrix; the last chunk is shorter where kvpress pads it with zero keys and queries.
+/// is exact where kvpress sketches the pre-RoPE keys with a random Gaussian d × 48 matrix (and
+/// on keys after RoPE where the workload has no pre-RoPE tensors); the last chunk is shorter where kvpress pads it with zero keys and queries.
 class CompactorPolicy final : public SetScoredPolicy<CompactorPolicy> {
  public:
   CompactorPolicy(int sink_start, int sink_end, int chunk, double ridge, double blending)
@@ -90,7 +91,7 @@ class CompactorPolicy final : public SetScoredPolicy<CompactorPolicy> {
   void score_members(const std::vector<Token>& members) {
     if (int(members.size()) <= end_) return;
     const std::vector<Token> m(members.begin(), members.end() - end_);
-    std::vector<double> leverage = ridge_leverage(context().input->k, m, ridge_);
+    std::vector<double> leverage = ridge_leverage(context().input->keys_before_rope(), m, ridge_);
     std::vector<double> attention = chunked_attention(m);
     z_normalize(leverage);
     z_normalize(attention);

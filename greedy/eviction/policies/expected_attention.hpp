@@ -27,14 +27,18 @@ namespace subevict::greedy::policies {
 /// - score_t = (p_t + ε) ‖v_t‖ when use_vnorm = 1 (ε = `epsilon`), else p_t.
 /// Once full, evict the non-sink member of G_i with the smallest score (ties: lowest token; the
 /// new token is a candidate). Prefill: keep the sinks and the top k − s by the same score.
-/// Differences from kvpress: a workload holds queries and keys after RoPE, so the statistics are
-/// those of the post-RoPE queries seen so far, not of the pre-RoPE prompt queries rotated by the
-/// average RoPE matrix of the next n_future_positions positions (no rotation is applied); and in
-/// streaming they grow with every query instead of being fixed at the prompt.
+/// Queries: where the workload stores pre-RoPE tensors (HeadGroup::has_pre_rope), as kvpress the
+/// statistics are those of the pre-RoPE queries, then rotated by R̄, the average RoPE matrix of
+/// the F = `n_future_positions` positions after the i + 1 tokens seen (prefill: P):
+/// μ_h ← R̄ μ_h, Σ_h ← R̄ Σ_h R̄ᵀ; the keys are the cache's (after RoPE). Without pre-RoPE tensors
+/// the statistics are those of the post-RoPE queries, unrotated: an approximation
+/// (docs/eviction.md measures how far it is from kvpress on SmolLM2).
+/// Difference from kvpress: in streaming the statistics grow with every query instead of being
+/// fixed at the prompt.
 class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPolicy> {
  public:
-  ExpectedAttentionPolicy(int sinks, double epsilon, bool use_covariance, bool use_vnorm)
-      : sinks_(sinks), epsilon_(epsilon), covariance_(use_covariance), vnorm_(use_vnorm) {}
+  ExpectedAttentionPolicy(int sinks, double epsilon, bool use_covariance, bool use_vnorm, int future_positions)
+      : sinks_(sinks), epsilon_(epsilon), covariance_(use_covariance), vnorm_(use_vnorm), future_(future_positions) {}
   [[nodiscard]] std::string name() const override { return "expected_attention"; }
   // The rule (RankedPolicy hooks).
   void on_reset() {
@@ -64,11 +68,14 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
     Eigen::MatrixXd keys(m, d);
     for (Eigen::Index r = 0; r < m; ++r) keys.row(r) = in.k.row(members[std::size_t(r)]).cast<double>();
     std::vector<Eigen::VectorXd> p(g);
+    const Eigen::MatrixXd rotation = in.future_rotation(count_ + sinks_, future_);
     for (std::size_t h = 0; h < g; ++h) {
-      const Eigen::VectorXd mu = sum_[h] / double(count_);
+      const Eigen::VectorXd mu_before = sum_[h] / double(count_);
+      const Eigen::VectorXd mu = rotation * mu_before;
       Eigen::VectorXd z = c * (keys * mu);
       if (covariance_) {
-        const Eigen::MatrixXd cov = outer_[h] / double(count_) - mu * mu.transpose();
+        const Eigen::MatrixXd cov =
+            rotation * (outer_[h] / double(count_) - mu_before * mu_before.transpose()) * rotation.transpose();
         // lazy: never Eigen's threaded GEMM (policies run on simulate's own threads)
         z += (c * c / 2.0) * keys.lazyProduct(cov).cwiseProduct(keys).rowwise().sum();
       }
@@ -89,7 +96,7 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
   void add_query(int s) {
     const HeadGroup& in = *context().input;
     for (std::size_t h = 0; h < in.q.size(); ++h) {
-      const Eigen::VectorXd q = in.q[h].row(s).cast<double>().transpose();
+      const Eigen::VectorXd q = in.queries_before_rope(h).row(s).cast<double>().transpose();
       sum_[h] += q;
       outer_[h] += q * q.transpose();
     }
@@ -98,6 +105,7 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
   int sinks_;
   double epsilon_;
   bool covariance_, vnorm_;
+  int future_;
   std::vector<Eigen::VectorXd> sum_;
   std::vector<Eigen::MatrixXd> outer_;
   int count_ = 0;

@@ -36,13 +36,14 @@ inline std::vector<double> ridge_leverage(const ConstHeadMap& keys, const std::v
 }
 
 /// Rule: over a set M (G_i in streaming, the prompt 0..P−1 at prefill), X is the |M| × d matrix of
-/// the centred keys x_t = k_t − k̄ (k̄ the mean key of M, summed in ascending token order) and the
+/// the centred keys x_t = k_t − k̄ (the pre-RoPE keys, as kvpress, where the workload stores them,
+/// HeadGroup::keys_before_rope; else the keys after RoPE) (k̄ the mean key of M, summed in ascending token order) and the
 /// leverage of t is h_t = x_tᵀ (XᵀX + λI)⁻¹ x_t (ridge λ > 0: `ridge`, default 1e-2, absolute).
 /// Once full, evict the member of G_i with the smallest leverage (ties: lowest token; the new
 /// token is a candidate). Prefill: the same scores over the prompt; keep the top k.
 /// Differences from kvpress, which approximates these scores: it sketches the keys with a random
 /// Gaussian d × 48 matrix (here the exact d-dimensional scores: d ≤ 256, so no sketch is needed),
-/// reads pre-RoPE keys (a workload holds keys after RoPE), adds jitter 1e-2 to the sketched Gram
+/// reads pre-RoPE keys always (here only where the workload has them), adds jitter 1e-2 to the sketched Gram
 /// matrix only when its Cholesky factorization fails (here λ always), and z-normalizes the scores
 /// (monotone per head, so it does not change the choice).
 class LeveragePolicy final : public SetScoredPolicy<LeveragePolicy> {
@@ -56,7 +57,7 @@ class LeveragePolicy final : public SetScoredPolicy<LeveragePolicy> {
   }
 
   void score_members(const std::vector<Token>& members) {
-    const std::vector<double> h = ridge_leverage(context().input->k, members, ridge_);
+    const std::vector<double> h = ridge_leverage(context().input->keys_before_rope(), members, ridge_);
     for (std::size_t r = 0; r < members.size(); ++r) score_[std::size_t(members[r])] = h[r];
   }
 

@@ -62,13 +62,14 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
       {"keydiff", [](const PolicyParams&) { return std::make_unique<KeyDiffPolicy>(); }},
       {"leverage", [](const PolicyParams& p) { return std::make_unique<LeveragePolicy>(p.ridge); }},
       {"expected_attention", [](const PolicyParams& p) {
-         return std::make_unique<ExpectedAttentionPolicy>(p.sinks, p.epsilon, p.use_covariance, p.use_vnorm);
+         return std::make_unique<ExpectedAttentionPolicy>(p.sinks, p.epsilon, p.use_covariance, p.use_vnorm,
+                                                  p.n_future_positions);
        }},
       {"lagkv", [](const PolicyParams& p) { return std::make_unique<LagKvPolicy>(p.sinks, p.lag_size, p.cross_scoring); }},
       {"cur", [](const PolicyParams& p) {
          return std::make_unique<CurPolicy>(p.sinks, p.cur_leverage, p.use_local_approximation, p.local_window_size);
        }},
-      {"cap", [](const PolicyParams& p) { return std::make_unique<CapPolicy>(p.sinks, p.tau, p.cap_epsilon); }},
+      {"cap", [](const PolicyParams& p) { return std::make_unique<CapPolicy>(p.sinks, p.tau, p.cap_epsilon, p.n_future_positions); }},
       {"compactor", [](const PolicyParams& p) {
          return std::make_unique<CompactorPolicy>(p.sink_size_start, p.sink_size_end, p.chunk_size, p.ridge, p.blending);
        }},

@@ -89,6 +89,10 @@ struct PolicyParams {
   /// cap: the temperature τ of the alignment weights and the ε of the capacity matrix.
   double tau = 5.0;
   double cap_epsilon = 1e-6;
+  /// expected_attention, cap: the future positions F ≥ 0 over which kvpress averages the RoPE
+  /// matrix that rotates the pre-RoPE query statistics (used where the workload stores pre-RoPE
+  /// tensors; 0: no rotation).
+  int n_future_positions = 512;
   /// compactor: the protected first and last tokens (a + b ≤ k), the chunk C ≥ 1 of its
   /// non-causal attention, and the weight β of the leverage (negative: the compression ratio).
   int sink_size_start = 8;

@@ -129,6 +129,10 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
        [](PolicySpec& s, double v, const std::string&) { s.params.ridge = v; },
        [](const PolicySpec& s) { return number_text(s.params.ridge); }},
   };
+  static const KeyRule future_positions =
+      int_field("n_future_positions", Kind::kCount, 0,
+                "future positions of the average RoPE matrix applied to pre-RoPE query statistics, >= 0",
+                &PolicyParams::n_future_positions);
   static const std::vector<KeyRule> expected = {
       int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
                 &PolicyParams::sinks),
@@ -138,6 +142,7 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
       bool_field("use_covariance", "1: the covariance term of the expected logit, 0: the mean only",
                  &PolicyParams::use_covariance),
       bool_field("use_vnorm", "1: scores (p + epsilon) * |v|, 0: p", &PolicyParams::use_vnorm),
+      future_positions,
   };
   static const std::vector<KeyRule> lagkv = {
       int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
@@ -168,6 +173,7 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
       {"epsilon", Kind::kNumber, 0, "the epsilon >= 0 added to the weights in the capacity matrix",
        [](PolicySpec& s, double v, const std::string&) { s.params.cap_epsilon = v; },
        [](const PolicySpec& s) { return number_text(s.params.cap_epsilon); }},
+      future_positions,
   };
   static const std::vector<KeyRule> compactor = {
       int_field("sink_size_start", Kind::kCount, 0, "the first tokens, never evicted (with sink_size_end <= k)",

@@ -20,12 +20,13 @@
 ///   lookahead        horizon         window L >= 1
 ///   streaming_llm    n_sink          count, 0 <= n_sink < k (kvpress's key)
 ///   leverage         ridge           lambda > 0
-///   expected_attention n_sink, epsilon, use_covariance, use_vnorm
-///                                    0 <= n_sink < k; epsilon >= 0; 0 or 1; 0 or 1
+///   expected_attention n_sink, epsilon, use_covariance, use_vnorm, n_future_positions
+///                                    0 <= n_sink < k; epsilon >= 0; 0 or 1; 0 or 1; F >= 0
 ///   lagkv            n_sink, lag_size, cross_scoring   0 <= n_sink < k; L >= 2; 0 or 1
 ///   cur              n_sink, leverage_type, use_local_approximation, local_window_size
 ///                                    0 <= n_sink < k; key|value|kv_avg|kv_product; 0 or 1; w >= 1
-///   cap              n_sink, tau, epsilon   0 <= n_sink < k; tau >= 0; epsilon >= 0
+///   cap              n_sink, tau, epsilon, n_future_positions
+///                                    0 <= n_sink < k; tau >= 0; epsilon >= 0; F >= 0
 ///   compactor        sink_size_start, sink_size_end, chunk_size, blending, ridge
 ///                                    counts >= 0 with sum <= k; C >= 1; weight (< 0: the
 ///                                    compression ratio); lambda > 0

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/rotary.hpp"
 #include "core/workload.hpp"
 
 namespace subevict::greedy {
@@ -42,6 +43,24 @@ struct HeadGroup {
   /// keys (query i sees keys i − W < j ≤ i; a token leaves every cache after the last step that
   /// sees it, greedy/eviction/evaluation/simulator.hpp).
   int window = 0;
+  /// The g query heads' Q and the K before RoPE, where the workload stores them
+  /// (Workload::has_pre_rope; empty q_pre and a 0 × 0 k_pre otherwise), and the layer's RoPE
+  /// (meaningful only with them): q[h].row(i) = R(i) q_pre[h].row(i), the same for k.
+  std::vector<ConstHeadMap> q_pre{};
+  ConstHeadMap k_pre{nullptr, 0, 0};
+  Rotary rotary{};
+
+  /// True when the group holds its pre-RoPE Q and K and its Rotary.
+  [[nodiscard]] bool has_pre_rope() const { return !q_pre.empty(); }
+  /// Query head h's queries before RoPE where the group has them, else its (post-RoPE) queries:
+  /// what kvpress's scorers that project hidden states read (get_prerope_query_states).
+  [[nodiscard]] const ConstHeadMap& queries_before_rope(std::size_t h) const { return has_pre_rope() ? q_pre[h] : q[h]; }
+  /// The keys before RoPE where the group has them, else its keys (get_prerope_key_states).
+  [[nodiscard]] const ConstHeadMap& keys_before_rope() const { return has_pre_rope() ? k_pre : k; }
+  /// kvpress's average RoPE matrix of the `count` positions after a prompt of `seen` tokens
+  /// (core/rotary.hpp average_rotation), which maps pre-RoPE query statistics to the keys' frame;
+  /// the identity when the group has no pre-RoPE tensors (its queries are already rotated).
+  [[nodiscard]] Eigen::MatrixXd future_rotation(int seen, int count) const;
 
   /// n, the number of tokens (rows of k).
   [[nodiscard]] int tokens() const { return int(k.rows()); }
@@ -51,13 +70,15 @@ struct HeadGroup {
   [[nodiscard]] int group_size() const { return int(q.size()); }
 
   /// Throws std::invalid_argument unless there is at least one query head, every Q, K and V has
-  /// the same positive shape, scale is finite and > 0, and window >= 0.
+  /// the same positive shape, scale is finite and > 0, and window >= 0; with pre-RoPE tensors,
+  /// unless there is one q_pre per Q, q_pre and k_pre have K's shape and the rotary is valid.
   void validate() const;
 };
 
 /// The HeadGroup of (layer, kv_head) of `workload`: its query heads kv_head * g .. kv_head * g +
 /// g - 1 (contiguous grouping, core/shape.hpp), scale workload.score_scale(), window
-/// workload.window(layer). Throws
+/// workload.window(layer), and their pre-RoPE Q and K and the layer's Rotary where the workload
+/// has them. Throws
 /// std::out_of_range for a bad layer or KV head.
 [[nodiscard]] HeadGroup head_group(const Workload& workload, int layer, int kv_head);
 

@@ -130,9 +130,9 @@ class Model:
 
         return self.embedding[ids] * torch.tensor(math.sqrt(self.config["hidden_size"]))
 
-    def attention_inputs(self, layer, hidden, positions):
+    def attention_inputs(self, layer, hidden, positions, rotate=True):
         """(q [q_heads, n, d], k [kv_heads, n, d], v [kv_heads, n, d]) of `layer` at `positions`;
-        q and k after QK-norm and RoPE."""
+        q and k after QK-norm and RoPE (before RoPE with rotate=False)."""
         import torch
 
         b = self.blocks[layer]
@@ -144,6 +144,8 @@ class Model:
         if self.qk_norm:
             q = rms_norm(q, b["attn_q_norm"], self.eps)
             k = rms_norm(k, b["attn_k_norm"], self.eps)
+        if not rotate:
+            return q.contiguous(), k.contiguous(), v
         freqs = positions.float().unsqueeze(-1) * self.inv_freq[layer].unsqueeze(0)
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos(), emb.sin()

@@ -184,9 +184,10 @@ class Model:
         emb = torch.cat((freqs, freqs), dim=-1)
         return x * emb.cos() + rotate_half(x) * emb.sin()
 
-    def attention_inputs(self, layer, hidden, positions):
+    def attention_inputs(self, layer, hidden, positions, rotate=True):
         """(q [q_heads, n, d], k [kv_heads, n, d], v [kv_heads, n, d]) of `layer` at `positions`
-        from its input hidden states [n, hidden]; q and k after the QK-norm (if any) and RoPE."""
+        from its input hidden states [n, hidden]; q and k after the QK-norm (if any) and RoPE
+        (before RoPE with rotate=False)."""
         b = self.blocks[layer]
         n, d = hidden.shape[0], self.head_dim
         x = rms_norm(hidden, b["attn_norm"], self.eps)
@@ -202,6 +203,8 @@ class Model:
         if self.qk_norms:
             q = rms_norm(q, b["attn_q_norm"], self.eps)
             k = rms_norm(k, b["attn_k_norm"], self.eps)
+        if not rotate:
+            return q.contiguous(), k.contiguous(), v
         return self.rope(q, positions).contiguous(), self.rope(k, positions).contiguous(), v
 
     def attention_output(self, layer, hidden, heads):
