@@ -21,7 +21,7 @@
 ///   streaming_llm    n_sink          count, 0 <= n_sink < k (kvpress's key)
 ///   leverage         ridge           lambda > 0
 ///   expected_attention n_sink, epsilon, use_covariance, use_vnorm
-///                                    0 <= n_sink < k; epsilon >= 0; 0 or 1; 0 or 1
+///                                    0 <= n_sink < k; epsilon >= 0 (default 0); 0 or 1; 0 or 1
 ///   lagkv            n_sink, lag_size, cross_scoring   0 <= n_sink < k; L >= 2; 0 or 1
 ///   cur              n_sink, leverage_type, use_local_approximation, local_window_size
 ///                                    0 <= n_sink < k; key|value|kv_avg|kv_product; 0 or 1; w >= 1
@@ -29,6 +29,7 @@
 ///   compactor        sink_size_start, sink_size_end, chunk_size, blending, ridge
 ///                                    counts >= 0 with sum <= k; C >= 1; weight (< 0: the
 ///                                    compression ratio); lambda > 0
+///   non_causal_attention chunk_size  C >= 1
 /// Other policies take no parameters.
 
 #include <memory>
