@@ -68,8 +68,10 @@ struct PolicyParams {
   int summary = 1;
   /// snapkv: the observation window w ≥ 1 (the last w prompt queries).
   int observation_window = 8;
-  /// snapkv: pooling over the token axis and its kernel (odd, ≥ 1; 1 means no pooling).
-  Pooling pooling = Pooling::kMax;
+  /// snapkv: pooling over the token axis and its kernel (odd, ≥ 1; 1 means no pooling). None by
+  /// default: every streaming result before pooling acted in streaming was unpooled, and stays so
+  /// (kvpress's SnapKVPress is pooling=avg, kernel=5; the SnapKV paper's max).
+  Pooling pooling = Pooling::kNone;
   int pooling_kernel = 5;
   /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]).
   double epsilon = 0.01;

@@ -283,6 +283,12 @@ PolicySpec finish(const ListItem& p, const std::string& source, const std::strin
     }
   }
   // h2o's split: shares set heavy_ratio, counts set heavy/recent (the policy checks them against k).
+  // snapkv's kernel acts only through a pooling: a kernel given without one would change nothing.
+  if (p.name == "snapkv" && spec.params.pooling == Pooling::kNone &&
+      std::any_of(p.keys.begin(), p.keys.end(), [](const auto& kv) { return kv.first == "kernel"; })) {
+    throw InputError(source, where + ": kernel", "a kernel given with pooling=max or pooling=avg (none pools nothing)",
+                     "kernel with pooling none");
+  }
   if ((heavy.share && recent.count) || (heavy.count && recent.share)) {
     throw InputError(source, where + ": heavy, recent", "both shares of k or both counts",
                      "a share and a count");

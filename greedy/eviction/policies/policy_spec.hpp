@@ -14,7 +14,8 @@
 ///   streamingllm     sinks           count, 0 <= sinks < k
 ///   sparse-strided   stride, window  stride >= 1; window >= 0 (0: the stride)
 ///   sparse-fixed     stride, summary stride >= 1; 1 <= summary <= stride
-///   snapkv           window, pooling, kernel   window >= 1; none|max|avg; odd kernel >= 1
+///   snapkv           window, pooling, kernel   window >= 1; none|max|avg (default none); odd kernel
+///                                    >= 1, given only with max or avg
 ///   h2o-noisy        epsilon         noise bound >= 0
 ///   l2norm           skip_first      layers 0..N-1 not compressed (N >= 0)
 ///   lookahead        horizon         window L >= 1

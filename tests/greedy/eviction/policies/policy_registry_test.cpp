@@ -347,6 +347,10 @@ TEST(PolicySpec, RejectsBadSpecsNamingTheKeyAndTheValidOnes) {
   EXPECT_NE(spec_error("h2o:").find("KEY=VALUE"), std::string::npos);
   EXPECT_NE(spec_error("h2o,,local").find("empty item"), std::string::npos);
   EXPECT_NE(spec_error("snapkv:kernel=4").find("odd"), std::string::npos);
+  // A key that changes nothing is refused: a kernel without a pooling to act on.
+  EXPECT_NE(spec_error("snapkv:kernel=3").find("kernel with pooling none"), std::string::npos);
+  EXPECT_NE(spec_error("snapkv:pooling=none,kernel=5").find("pooling=max or pooling=avg"), std::string::npos);
+  EXPECT_EQ(parse_policy_spec("snapkv:pooling=avg,kernel=3", "s", "f", 16).label(), "snapkv:pooling=avg,kernel=3");
   EXPECT_NE(spec_error("snapkv:pooling=mean").find("none, max or avg"), std::string::npos);
   EXPECT_NE(spec_error("streamingllm:sinks=2.5").find("got 2.5"), std::string::npos);
   EXPECT_NE(spec_error("h2o-noisy:epsilon=-0.1").find("a number >= 0"), std::string::npos);
@@ -399,6 +403,11 @@ RC_GTEST_PROP(PolicySpec, LabelsRoundTripAndKeysReadBackTheirValues, ()) {
     } else if (p.key == "pooling") {
       value = *rc::gen::element<std::string>("none", "max", "avg");
     } else if (p.key == "kernel") {
+      // A kernel acts only through a pooling (max or avg; none is the default).
+      const bool pooled = std::any_of(written.begin(), written.end(), [](const auto& w) {
+        return w.first == "pooling" && w.second != "none";
+      });
+      if (!pooled) continue;
       value = std::to_string(2 * *rc::gen::inRange(0, 10) + 1);
     } else if (p.key == "leverage_type") {
       value = *rc::gen::element<std::string>("key", "value", "kv_avg", "kv_product");
