@@ -234,3 +234,19 @@ if __name__ == "__main__":
             la, lt, _ = compare(name)
             line += f" (kvpress's layer-wide z-scores: {la}/{lt} = {100.0 * la / lt:.1f}%)"
         print(line, flush=True)
+
+
+def test_the_loaders_rotary_is_relative():
+    # kvpress_wheel.rotary (for pre-RoPE comparisons) is a rotary embedding: norms are kept and
+    # <R_m q, R_n k> depends only on n - m.
+    torch = _kv().torch
+    rng = np.random.default_rng(3)
+    q, k = (torch.as_tensor(rng.standard_normal(16)) for _ in range(2))
+    cos, sin = kvpress_wheel.rotary(torch, torch.arange(40), 16, rope_theta=10000.0, dtype=torch.float64)
+
+    def rotate(x, m):
+        return x * cos[m] + torch.cat((-x[8:], x[:8])) * sin[m]
+
+    assert abs(float(rotate(k, 7).norm() - k.norm())) < 1e-12
+    assert abs(float(rotate(q, 3) @ rotate(k, 11) - rotate(q, 23) @ rotate(k, 31))) < 1e-9
+    assert abs(float(rotate(q, 3) @ rotate(k, 11) - q @ k)) > 1e-3  # not the identity

@@ -12,8 +12,10 @@ only model classes (isinstance checks against real models, absent here) and two 
 
 `load()` returns the kvpress package's modules; `score(press, q, k, v)` calls a press's `score()`
 the way kvpress's forward hook does, on a stand-in attention layer whose projections hand back the
-given Q and K unchanged and whose rotary embedding is the identity (cos 1, sin 0), so that the
-"pre-RoPE" Q and K kvpress projects are the given ones.
+given Q and K unchanged. Its rotary embedding is the identity (cos 1, sin 0) by default, so that the
+"pre-RoPE" Q and K kvpress projects are the given ones; with `rope_theta` the given Q and K are
+pre-RoPE, the layer's rotary embedding is Llama's default (rotate-half pairs, inverse frequencies
+theta^(-2i/d)) and the cache kvpress scores holds the rotated keys.
 """
 
 from __future__ import annotations
@@ -150,9 +152,22 @@ def _load() -> types.SimpleNamespace:
     return types.SimpleNamespace(torch=torch, **modules)
 
 
-def _layer(torch, q_heads: int, kv_heads: int, head_dim: int, layer_idx: int, o_proj=None):
+def rotary(torch, positions, head_dim: int, rope_theta=None, dtype=None):
+    """(cos, sin) [len(positions), head_dim] of Llama's default rotary embedding at `positions` (a
+    tensor), or the identity (ones, zeros) when rope_theta is None."""
+    dtype = dtype or torch.float32
+    shape = (positions.shape[-1], head_dim)
+    if rope_theta is None:
+        return torch.ones(shape, dtype=dtype), torch.zeros(shape, dtype=dtype)
+    inv_freq = 1.0 / (rope_theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    freqs = positions.reshape(-1, 1).to(torch.float64) * inv_freq[None]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def _layer(torch, q_heads: int, kv_heads: int, head_dim: int, layer_idx: int, o_proj=None, rope_theta=None):
     """A stand-in attention layer: hidden states are [Q heads | K heads] concatenated per token, q_proj and
-    k_proj select them, the rotary embedding is the identity."""
+    k_proj select them; rotary_emb is `rotary` with rope_theta."""
     nn = torch.nn
     width = (q_heads + kv_heads) * head_dim
 
@@ -164,9 +179,9 @@ def _layer(torch, q_heads: int, kv_heads: int, head_dim: int, layer_idx: int, o_
         return proj
 
     class Rotary(nn.Module):
-        def forward(self, x, position_ids):
-            shape = (*position_ids.shape, head_dim)
-            return torch.ones(shape, dtype=x.dtype), torch.zeros(shape, dtype=x.dtype)
+        def forward(self, x, position_ids):  # (cos, sin) [batch, positions, head_dim], as transformers'
+            cos, sin = rotary(torch, position_ids[0], head_dim, rope_theta, x.dtype)
+            return cos[None].expand(position_ids.shape[0], -1, -1), sin[None].expand(position_ids.shape[0], -1, -1)
 
     layer = nn.Module()
     layer.config = types.SimpleNamespace(num_attention_heads=q_heads, num_key_value_heads=kv_heads,
@@ -182,21 +197,25 @@ def _layer(torch, q_heads: int, kv_heads: int, head_dim: int, layer_idx: int, o_
     return layer
 
 
-def score(press, q, k, v, attentions=None, dtype=None):
+def score(press, q, k, v, attentions=None, dtype=None, rope_theta=None):
     """press.score() on one layer: q [q_heads, n, d], k and v [kv_heads, n, d] (NumPy or torch), the
     prefill of all n tokens; returns the scores [kv_heads, n] as a float64 NumPy array. `attentions`
     (q_heads x n x n, the causal attention) is handed to presses that read it. dtype: the tensors'
-    torch dtype (default float32, the workload's)."""
+    torch dtype (default float32, the workload's). rope_theta: None, Q and K as given (identity rotary);
+    else Q and K are pre-RoPE and rotated by Llama's rotary embedding at positions 0..n-1 (the cache
+    holds the rotated keys)."""
     kv = load()
     torch = kv.torch
     dtype = dtype or torch.float32
     q, k, v = (torch.as_tensor(x).to(dtype) for x in (q, k, v))
     q_heads, n, d = q.shape
     kv_heads = k.shape[0]
-    layer = _layer(torch, q_heads, kv_heads, d, 0).to(dtype)
+    layer = _layer(torch, q_heads, kv_heads, d, 0, rope_theta=rope_theta).to(dtype)
     hidden = torch.cat([q.permute(1, 0, 2).reshape(n, -1), k.permute(1, 0, 2).reshape(n, -1)], dim=1)[None]
-    ones, zeros = torch.ones(1, n, d, dtype=dtype), torch.zeros(1, n, d, dtype=dtype)
-    kwargs = {"position_embeddings": (ones, zeros), "cache_position": torch.arange(n)}
+    cos, sin = rotary(torch, torch.arange(n), d, rope_theta, dtype)
+    half = d // 2
+    k = k * cos + torch.cat((-k[..., half:], k[..., :half]), dim=-1) * sin  # the cache: rotated keys
+    kwargs = {"position_embeddings": (cos[None], sin[None]), "cache_position": torch.arange(n)}
     att = None if attentions is None else torch.as_tensor(attentions).to(dtype)[None]
     with torch.no_grad():
         out = press.score(layer, hidden, k[None], v[None], att, kwargs)
