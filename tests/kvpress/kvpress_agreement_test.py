@@ -250,3 +250,19 @@ def test_the_loaders_rotary_is_relative():
     assert abs(float(rotate(k, 7).norm() - k.norm())) < 1e-12
     assert abs(float(rotate(q, 3) @ rotate(k, 11) - rotate(q, 23) @ rotate(k, 31))) < 1e-9
     assert abs(float(rotate(q, 3) @ rotate(k, 11) - q @ k)) > 1e-3  # not the identity
+
+
+def test_kvpress_leaves_its_compressed_cache_in_score_order():
+    # docs/eviction.md: kvpress's decoding loop differs from subevict's streaming rule after the first
+    # compression because ScorerPress.compress keeps the entries in torch.topk's order (by descending
+    # score), not in token order; position-based scorers then read a shuffled cache. The values carry
+    # their token in channel 0.
+    kv = _kv()
+    q, keys, v = _case(0, (2, 1, 8, 24))
+    v = v.copy()
+    v[:, :, 0] = np.arange(v.shape[1])
+    _, kept = kvpress_wheel.compress(kv.knorm_press.KnormPress(compression_ratio=0.5), q, keys, v)
+    order = kept[0, :, 0].astype(int)
+    norms = np.linalg.norm(keys[0].astype(np.float64), axis=1)
+    assert list(order) != sorted(order), "kvpress kept its cache in token order"
+    assert list(order) == list(np.argsort(norms, kind="stable")[:len(order)])  # knorm: lowest norm first

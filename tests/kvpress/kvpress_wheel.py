@@ -197,15 +197,10 @@ def _layer(torch, q_heads: int, kv_heads: int, head_dim: int, layer_idx: int, o_
     return layer
 
 
-def score(press, q, k, v, attentions=None, dtype=None, rope_theta=None):
-    """press.score() on one layer: q [q_heads, n, d], k and v [kv_heads, n, d] (NumPy or torch), the
-    prefill of all n tokens; returns the scores [kv_heads, n] as a float64 NumPy array. `attentions`
-    (q_heads x n x n, the causal attention) is handed to presses that read it. dtype: the tensors'
-    torch dtype (default float32, the workload's). rope_theta: None, Q and K as given (identity rotary);
-    else Q and K are pre-RoPE and rotated by Llama's rotary embedding at positions 0..n-1 (the cache
-    holds the rotated keys)."""
-    kv = load()
-    torch = kv.torch
+def _inputs(q, k, v, attentions, dtype, rope_theta):
+    """The stand-in layer, hidden states, cache keys and values, attentions and kwargs of press.score()
+    and press.compress() (score() documents the arguments)."""
+    torch = load().torch
     dtype = dtype or torch.float32
     q, k, v = (torch.as_tensor(x).to(dtype) for x in (q, k, v))
     q_heads, n, d = q.shape
@@ -217,6 +212,26 @@ def score(press, q, k, v, attentions=None, dtype=None, rope_theta=None):
     k = k * cos + torch.cat((-k[..., half:], k[..., :half]), dim=-1) * sin  # the cache: rotated keys
     kwargs = {"position_embeddings": (cos[None], sin[None]), "cache_position": torch.arange(n)}
     att = None if attentions is None else torch.as_tensor(attentions).to(dtype)[None]
+    return layer, hidden, k[None], v[None], att, kwargs
+
+
+def score(press, q, k, v, attentions=None, dtype=None, rope_theta=None):
+    """press.score() on one layer: q [q_heads, n, d], k and v [kv_heads, n, d] (NumPy or torch), the
+    prefill of all n tokens; returns the scores [kv_heads, n] as a float64 NumPy array. `attentions`
+    (q_heads x n x n, the causal attention) is handed to presses that read it. dtype: the tensors'
+    torch dtype (default float32, the workload's). rope_theta: None, Q and K as given (identity rotary);
+    else Q and K are pre-RoPE and rotated by Llama's rotary embedding at positions 0..n-1 (the cache
+    holds the rotated keys)."""
+    torch = load().torch
     with torch.no_grad():
-        out = press.score(layer, hidden, k[None], v[None], att, kwargs)
+        out = press.score(*_inputs(q, k, v, attentions, dtype, rope_theta))
     return out[0].to(torch.float64).numpy()
+
+
+def compress(press, q, k, v, attentions=None, dtype=None, rope_theta=None):
+    """press.compress() on one layer (arguments as score()): the cache's keys and values after it,
+    [kv_heads, kept, d] each, in the order kvpress leaves them, as float64 NumPy arrays."""
+    torch = load().torch
+    with torch.no_grad():
+        keys, values = press.compress(*_inputs(q, k, v, attentions, dtype, rope_theta))
+    return keys[0].to(torch.float64).numpy(), values[0].to(torch.float64).numpy()
