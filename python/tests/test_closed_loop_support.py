@@ -20,7 +20,7 @@ def test_budget_size_resolves_as_simulate():
 
 
 def test_policy_specs_split_a_list_into_specs_that_parse_back_alone():
-    specs = subevict.policy_specs("h2o:heavy=0.25,tova,streamingllm:sinks=2,snapkv:window=4,kernel=3")
+    specs = subevict.policy_specs("h2o:heavy=0.25,tova,streamingllm:sinks=2,snapkv:window=4,pooling=max,kernel=3")
     assert len(specs) == 4
     assert specs[1] == "tova"
     for spec in specs:

@@ -183,24 +183,27 @@ inline void naive_z(std::vector<double>& x, const std::vector<int>& set) {
   for (int j : set) x[j] = (x[j] - mean) / sd;
 }
 
-/// compactor over the unprotected `set` (ascending), from its documented rule, with weight `beta`.
-inline std::vector<double> compactor_scores(const Instance& in, const std::vector<int>& set, const PolicyParams& p,
-                                            double beta) {
-  const int d = in.d, m = int(set.size()), chunk = p.chunk_size;
-  std::vector<double> lev = leverage_scores(in, set, p.ridge), col(in.n, 0.0), att(in.n, 0.0), score(in.n, 0.0);
-  naive_z(lev, set);
+/// non_causal_attention over `set` (ascending), from its documented rule: chunks of p.chunk_size
+/// members, a short last chunk padded with zero keys (logit -1e-9 for every query) and zero queries
+/// (logit 0 on the members), column sums averaged over the group, times |v|, 3-wide average pool.
+inline std::vector<double> non_causal_scores(const Instance& in, const std::vector<int>& set, int chunk) {
+  const int d = in.d, m = int(set.size());
+  const double pad_logit = -1e-9;
+  std::vector<double> col(in.n, 0.0), att(in.n, 0.0);
   for (int first = 0; first < m; first += chunk) {
-    const int last = std::min(m, first + chunk);
+    const int last = std::min(m, first + chunk), pad = first + chunk - last;
     for (int h = 0; h < in.g; ++h) {
-      for (int s = first; s < last; ++s) {
+      for (int s = first; s < last + pad; ++s) {  // queries: members, then the padding's zero queries
         std::vector<double> z;
-        double top = -1e300, sum = 0.0;
-        for (int t = first; t < last; ++t) {
+        for (int t = first; t < last + pad; ++t) {
           double dot = 0.0;
-          for (int c = 0; c < d; ++c) dot += double(in.q[h][std::size_t(set[s]) * d + c]) * double(in.k[std::size_t(set[t]) * d + c]);
-          z.push_back(dot);
-          top = std::max(top, dot);
+          if (s < last && t < last) {
+            for (int c = 0; c < d; ++c) dot += double(in.q[h][std::size_t(set[s]) * d + c]) * double(in.k[std::size_t(set[t]) * d + c]);
+          }
+          z.push_back(t < last ? dot : pad_logit);
         }
+        const double top = *std::max_element(z.begin(), z.end());
+        double sum = 0.0;
         for (double& e : z) sum += (e = std::exp(e - top));
         for (int t = first; t < last; ++t) col[set[t]] += z[t - first] / sum;
       }
@@ -215,6 +218,15 @@ inline std::vector<double> compactor_scores(const Instance& in, const std::vecto
   for (int r = 0; r < m; ++r) {
     att[set[r]] = ((r > 0 ? w[set[r - 1]] : 0.0) + w[set[r]] + (r + 1 < m ? w[set[r + 1]] : 0.0)) / 3.0;
   }
+  return att;
+}
+
+/// compactor over the unprotected `set` (ascending), from its documented rule, with weight `beta`.
+inline std::vector<double> compactor_scores(const Instance& in, const std::vector<int>& set, const PolicyParams& p,
+                                            double beta) {
+  std::vector<double> lev = leverage_scores(in, set, p.ridge), att = non_causal_scores(in, set, p.chunk_size),
+                      score(in.n, 0.0);
+  naive_z(lev, set);
   naive_z(att, set);
   for (int j : set) score[j] = beta * lev[j] + att[j];
   return score;
@@ -259,7 +271,7 @@ inline std::vector<double> expected_attention_scores(const Instance& in, const s
     for (int h = 0; h < in.g; ++h) x.push_back(prob[h][j]);
     double vnorm = 0.0;
     for (int c = 0; c < d; ++c) vnorm += double(in.v[std::size_t(j) * d + c]) * double(in.v[std::size_t(j) * d + c]);
-    score[j] = p.use_vnorm ? (combine(rule, x) + p.epsilon) * std::sqrt(vnorm) : combine(rule, x);
+    score[j] = p.use_vnorm ? (combine(rule, x) + p.expected_epsilon) * std::sqrt(vnorm) : combine(rule, x);
   }
   return score;
 }
@@ -459,6 +471,27 @@ inline Result simulate(const Instance& in, const Setup& setup) {
     for (int j = 0; j <= i; ++j) oracle[j] += full_agg(i, j);
   }
   std::vector<std::vector<double>> seen(n, std::vector<double>(n, 0.0));  // attention step s paid j
+  // The same per query head: seen_head[h][s][j].
+  std::vector<std::vector<std::vector<double>>> seen_head(g, std::vector<std::vector<double>>(n, std::vector<double>(n, 0.0)));
+  // snapkv's pooling of `sums` (consecutive positions, zeros beyond the ends counted by avg).
+  const auto snap_pool = [&](const std::vector<double>& sums) {
+    const int m = int(sums.size()), half = p.pooling_kernel / 2;
+    std::vector<double> pooled(m, 0.0);
+    for (int j = 0; j < m; ++j) {
+      if (p.pooling == Pooling::kNone || p.pooling_kernel == 1) {
+        pooled[j] = sums[j];
+        continue;
+      }
+      double best = -1e300, total = 0.0;
+      for (int s = j - half; s <= j + half; ++s) {
+        if (s < 0 || s >= m) continue;
+        best = std::max(best, sums[s]);
+        total += sums[s];
+      }
+      pooled[j] = p.pooling == Pooling::kMax ? best : total / p.pooling_kernel;
+    }
+    return pooled;
+  };
   const auto noise = [&](int i, int j) {
     return p.epsilon * (2.0 * uniform(setup.seed, stream(0x102, in), std::uint64_t(i) * n + j) - 1.0);
   };
@@ -482,6 +515,9 @@ inline Result simulate(const Instance& in, const Setup& setup) {
     start = P;
     for (int s = 0; s < P; ++s) {
       for (int j = 0; j <= s; ++j) seen[s][j] = full_agg(s, j);
+      for (int h = 0; h < g; ++h) {
+        for (int j = 0; j <= s; ++j) seen_head[h][s][j] = a[h](s, j);
+      }
       out.cache[s].clear();
       for (int j = 0; j <= s; ++j) out.cache[s].push_back(j);
     }
@@ -511,10 +547,12 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       for (int j = 0; j < P; ++j) score[j] = -norm[j];
     } else if (name == "observed_attention") {
       for (int j = 0; j < P; ++j) score[j] = acc[j] / double(P - j);
-    } else if (name == "keydiff" || name == "leverage") {
+    } else if (name == "keydiff" || name == "leverage" || name == "non_causal_attention") {
       std::vector<int> prompt;
       for (int j = 0; j < P; ++j) prompt.push_back(j);
-      score = name == "keydiff" ? keydiff_scores(in, prompt) : leverage_scores(in, prompt, p.ridge);
+      score = name == "keydiff"    ? keydiff_scores(in, prompt)
+              : name == "leverage" ? leverage_scores(in, prompt, p.ridge)
+                                   : non_causal_scores(in, prompt, p.chunk_size);
     } else if (name == "lagkv" || name == "cur") {
       std::vector<int> prompt;
       for (int j = 0; j < P; ++j) prompt.push_back(j);
@@ -553,20 +591,7 @@ inline Result simulate(const Instance& in, const Setup& setup) {
         for (int j = 0; j < m; ++j) {
           for (int s = m; s < P; ++s) sums[j] += a[h](s, j);
         }
-        const int half = p.pooling_kernel / 2;
-        for (int j = 0; j < m; ++j) {
-          if (p.pooling == Pooling::kNone || p.pooling_kernel == 1) {
-            pooled[h][j] = sums[j];
-            continue;
-          }
-          double best = -1e300, total = 0.0;
-          for (int s = j - half; s <= j + half; ++s) {
-            if (s < 0 || s >= m) continue;
-            best = std::max(best, sums[s]);
-            total += sums[s];
-          }
-          pooled[h][j] = p.pooling == Pooling::kMax ? best : total / p.pooling_kernel;
-        }
+        pooled[h] = snap_pool(sums);
       }
       for (int j = 0; j < P; ++j) {
         ok[j] = j < m;
@@ -609,6 +634,7 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       std::vector<double> x;
       for (int h = 0; h < g; ++h) x.push_back(tracked[h][j]);
       seen[i][j] = combine(setup.rule, x);
+      for (int h = 0; h < g; ++h) seen_head[h][i][j] = tracked[h][j];
       if (accumulates) acc[j] += seen[i][j];
     }
     // Metrics with core's functions on the same set.
@@ -660,6 +686,9 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       } else if (name == "leverage") {
         const std::vector<double> score = leverage_scores(in, members, p.ridge);
         victim = lowest_argmin(members, [&](int j) { return score[j]; }, all);
+      } else if (name == "non_causal_attention") {
+        const std::vector<double> score = non_causal_scores(in, members, p.chunk_size);
+        victim = lowest_argmin(members, [&](int j) { return score[j]; }, all);
       } else if (name == "lagkv") {
         const std::vector<double> score = lagkv_scores(in, members, p);
         victim = lowest_argmin(members, [&](int j) { return score[j]; }, all);
@@ -672,7 +701,7 @@ inline Result simulate(const Instance& in, const Setup& setup) {
           if (j >= p.sink_size_start && j <= i - p.sink_size_end) middle.push_back(j);
         }
         const std::vector<double> score =
-            compactor_scores(in, middle, p, p.blending >= 0.0 ? p.blending : 1.0 - double(k) / double(n));
+            compactor_scores(in, middle, p, p.blending >= 0.0 ? p.blending : 1.0 - double(k) / double(i + 1));
         victim = lowest_argmin(middle, [&](int j) { return score[j]; }, all);
       } else if (name == "expected_attention" || name == "cap") {
         std::vector<int> rest;
@@ -695,11 +724,25 @@ inline Result simulate(const Instance& in, const Setup& setup) {
       } else if (name == "tova") {
         victim = lowest_argmin(members, [&](int j) { return seen[i][j]; }, all);
       } else if (name == "snapkv") {
-        std::vector<double> score(n, 0.0);
-        for (int s = std::max(0, i - w + 1); s <= i; ++s) {
-          for (int j : members) score[j] += seen[s][j];
+        std::vector<int> candidates;  // ascending: members is
+        for (int j : members) {
+          if (j <= i - w) candidates.push_back(j);
         }
-        victim = lowest_argmin(members, [&](int j) { return score[j]; }, [&](int j) { return j <= i - w; });
+        std::vector<std::vector<double>> pooled(g);
+        for (int h = 0; h < g; ++h) {
+          std::vector<double> sums(candidates.size(), 0.0);
+          for (std::size_t c = 0; c < candidates.size(); ++c) {
+            for (int s = std::max(0, i - w + 1); s <= i; ++s) sums[c] += seen_head[h][s][candidates[c]];
+          }
+          pooled[h] = snap_pool(sums);
+        }
+        std::vector<double> score(n, 0.0);
+        for (std::size_t c = 0; c < candidates.size(); ++c) {
+          std::vector<double> x;
+          for (int h = 0; h < g; ++h) x.push_back(pooled[h][c]);
+          score[candidates[c]] = combine(setup.rule, x);
+        }
+        victim = lowest_argmin(candidates, [&](int j) { return score[j]; }, all);
       }
     }
     cached[i] = 1;

@@ -42,10 +42,12 @@ inline std::vector<double> ridge_leverage(const ConstHeadMap& keys, const std::v
 /// Once full, evict the member of G_i with the smallest leverage (ties: lowest token; the new
 /// token is a candidate). Prefill: the same scores over the prompt; keep the top k.
 /// Differences from kvpress, which approximates these scores: it sketches the keys with a random
-/// Gaussian d × 48 matrix (here the exact d-dimensional scores: d ≤ 256, so no sketch is needed),
-/// reads pre-RoPE keys always (here only where the workload has them), adds jitter 1e-2 to the sketched Gram
-/// matrix only when its Cholesky factorization fails (here λ always), and z-normalizes the scores
-/// (monotone per head, so it does not change the choice).
+/// Gaussian d × 48 matrix Φ (here the exact d-dimensional scores: d ≤ 256, so no sketch is
+/// needed) and reads pre-RoPE keys always (here where the workload holds them; otherwise the keys
+/// after RoPE). Its Cholesky always starts with the jitter 1e-2 on the sketched Gram matrix
+/// (ΦᵀXᵀXΦ + 10⁻² I, growing tenfold only when the factorization fails), the ridge λ = 1e-2 here;
+/// with Φ the identity embedding of R^d (d ≤ 48) its scores are these. It z-normalizes the scores
+/// over the layer, an increasing map that does not change the choice.
 class LeveragePolicy final : public SetScoredPolicy<LeveragePolicy> {
  public:
   explicit LeveragePolicy(double ridge) : ridge_(ridge) {}

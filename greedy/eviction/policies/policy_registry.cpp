@@ -20,6 +20,7 @@
 #include "greedy/eviction/policies/lagkv.hpp"
 #include "greedy/eviction/policies/leverage.hpp"
 #include "greedy/eviction/policies/local.hpp"
+#include "greedy/eviction/policies/non_causal_attention.hpp"
 #include "greedy/eviction/policies/observed_attention.hpp"
 #include "greedy/eviction/policies/random.hpp"
 #include "greedy/eviction/policies/snapkv.hpp"
@@ -62,8 +63,8 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
       {"keydiff", [](const PolicyParams&) { return std::make_unique<KeyDiffPolicy>(); }},
       {"leverage", [](const PolicyParams& p) { return std::make_unique<LeveragePolicy>(p.ridge); }},
       {"expected_attention", [](const PolicyParams& p) {
-         return std::make_unique<ExpectedAttentionPolicy>(p.sinks, p.epsilon, p.use_covariance, p.use_vnorm,
-                                                  p.n_future_positions);
+         return std::make_unique<ExpectedAttentionPolicy>(p.sinks, p.expected_epsilon, p.use_covariance, p.use_vnorm,
+                                                          p.n_future_positions);
        }},
       {"lagkv", [](const PolicyParams& p) { return std::make_unique<LagKvPolicy>(p.sinks, p.lag_size, p.cross_scoring); }},
       {"cur", [](const PolicyParams& p) {
@@ -73,6 +74,7 @@ const std::vector<std::pair<std::string, Maker>>& registry() {
       {"compactor", [](const PolicyParams& p) {
          return std::make_unique<CompactorPolicy>(p.sink_size_start, p.sink_size_end, p.chunk_size, p.ridge, p.blending);
        }},
+      {"non_causal_attention", [](const PolicyParams& p) { return std::make_unique<NonCausalAttentionPolicy>(p.chunk_size); }},
   };
   return list;
 }

@@ -68,12 +68,16 @@ struct PolicyParams {
   int summary = 1;
   /// snapkv: the observation window w ≥ 1 (the last w prompt queries).
   int observation_window = 8;
-  /// snapkv: pooling over the token axis and its kernel (odd, ≥ 1; 1 means no pooling).
-  Pooling pooling = Pooling::kMax;
+  /// snapkv: pooling over the token axis and its kernel (odd, ≥ 1; 1 means no pooling). None by
+  /// default: every streaming result before pooling acted in streaming was unpooled, and stays so
+  /// (kvpress's SnapKVPress is pooling=avg, kernel=5; the SnapKV paper's max).
+  Pooling pooling = Pooling::kNone;
   int pooling_kernel = 5;
-  /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]). expected_attention: the
-  /// ε of (p + ε) ‖v‖ (kvpress's registry uses 1e-2).
+  /// h2o-noisy: the noise bound ε ≥ 0 (|η| ≤ ε, η uniform in [−ε, ε]).
   double epsilon = 0.01;
+  /// expected_attention: the ε of (p + ε) ‖v‖; 0 is ExpectedAttentionPress's default (kvpress's
+  /// evaluation registry passes 1e-2: `expected_attention:epsilon=0.01`).
+  double expected_epsilon = 0.0;
   /// leverage, compactor: the ridge λ > 0 of (XᵀX + λI)⁻¹.
   double ridge = 1e-2;
   /// expected_attention: the covariance term of the expected logit, the ‖v‖ factor.
@@ -94,7 +98,7 @@ struct PolicyParams {
   /// tensors; 0: no rotation).
   int n_future_positions = 512;
   /// compactor: the protected first and last tokens (a + b ≤ k), the chunk C ≥ 1 of its
-  /// non-causal attention, and the weight β of the leverage (negative: the compression ratio).
+  /// non-causal attention (non_causal_attention's too), and the weight β of the leverage (negative: the compression ratio).
   int sink_size_start = 8;
   int sink_size_end = 4;
   int chunk_size = 256;

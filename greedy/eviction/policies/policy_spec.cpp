@@ -136,9 +136,9 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
   static const std::vector<KeyRule> expected = {
       int_field("n_sink", Kind::kCount, 0, "sink tokens (the first positions, never evicted), 0 <= n_sink < k",
                 &PolicyParams::sinks),
-      {"epsilon", Kind::kNumber, 0, "the epsilon >= 0 of (p + epsilon) * |v|",
-       [](PolicySpec& s, double v, const std::string&) { s.params.epsilon = v; },
-       [](const PolicySpec& s) { return number_text(s.params.epsilon); }},
+      {"epsilon", Kind::kNumber, 0, "the epsilon >= 0 of (p + epsilon) * |v| (kvpress's default 0)",
+       [](PolicySpec& s, double v, const std::string&) { s.params.expected_epsilon = v; },
+       [](const PolicySpec& s) { return number_text(s.params.expected_epsilon); }},
       bool_field("use_covariance", "1: the covariance term of the expected logit, 0: the mean only",
                  &PolicyParams::use_covariance),
       bool_field("use_vnorm", "1: scores (p + epsilon) * |v|, 0: p", &PolicyParams::use_vnorm),
@@ -181,14 +181,18 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
       int_field("sink_size_end", Kind::kCount, 0, "the most recent tokens, never evicted (with sink_size_start <= k)",
                 &PolicyParams::sink_size_end),
       int_field("chunk_size", Kind::kCount, 1, "the chunk C >= 1 of the non-causal attention", &PolicyParams::chunk_size),
-      {"blending", Kind::kNumber, 0, "the weight >= 0 of the leverage scores (default: the compression ratio, 1 - k/P at prefill, 1 - k/n streaming)",
+      {"blending", Kind::kNumber, 0, "the weight >= 0 of the leverage scores (default: the compression ratio of the tokens seen so far, 1 - k/P at prefill, 1 - k/(i + 1) at step i)",
        [](PolicySpec& s, double v, const std::string&) { s.params.blending = v; },
        [](const PolicySpec& s) {
          return s.params.blending < 0.0 ? std::string("compression_ratio") : number_text(s.params.blending);
        }},
       leverage.front(),
   };
+  static const std::vector<KeyRule> non_causal = {
+      int_field("chunk_size", Kind::kCount, 1, "the chunk C >= 1 of the non-causal attention", &PolicyParams::chunk_size),
+  };
   if (name == "cap") return cap;
+  if (name == "non_causal_attention") return non_causal;
   if (name == "compactor") return compactor;
   if (name == "lagkv") return lagkv;
   if (name == "cur") return cur;
@@ -285,6 +289,12 @@ PolicySpec finish(const ListItem& p, const std::string& source, const std::strin
     }
   }
   // h2o's split: shares set heavy_ratio, counts set heavy/recent (the policy checks them against k).
+  // snapkv's kernel acts only through a pooling: a kernel given without one would change nothing.
+  if (p.name == "snapkv" && spec.params.pooling == Pooling::kNone &&
+      std::any_of(p.keys.begin(), p.keys.end(), [](const auto& kv) { return kv.first == "kernel"; })) {
+    throw InputError(source, where + ": kernel", "a kernel given with pooling=max or pooling=avg (none pools nothing)",
+                     "kernel with pooling none");
+  }
   if ((heavy.share && recent.count) || (heavy.count && recent.share)) {
     throw InputError(source, where + ": heavy, recent", "both shares of k or both counts",
                      "a share and a count");

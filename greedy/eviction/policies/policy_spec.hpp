@@ -14,14 +14,15 @@
 ///   streamingllm     sinks           count, 0 <= sinks < k
 ///   sparse-strided   stride, window  stride >= 1; window >= 0 (0: the stride)
 ///   sparse-fixed     stride, summary stride >= 1; 1 <= summary <= stride
-///   snapkv           window, pooling, kernel   window >= 1; none|max|avg; odd kernel >= 1
+///   snapkv           window, pooling, kernel   window >= 1; none|max|avg (default none); odd kernel
+///                                    >= 1, given only with max or avg
 ///   h2o-noisy        epsilon         noise bound >= 0
 ///   l2norm           skip_first      layers 0..N-1 not compressed (N >= 0)
 ///   lookahead        horizon         window L >= 1
 ///   streaming_llm    n_sink          count, 0 <= n_sink < k (kvpress's key)
 ///   leverage         ridge           lambda > 0
 ///   expected_attention n_sink, epsilon, use_covariance, use_vnorm, n_future_positions
-///                                    0 <= n_sink < k; epsilon >= 0; 0 or 1; 0 or 1; F >= 0
+///                                    0 <= n_sink < k; epsilon >= 0 (default 0); 0 or 1; 0 or 1; F >= 0
 ///   lagkv            n_sink, lag_size, cross_scoring   0 <= n_sink < k; L >= 2; 0 or 1
 ///   cur              n_sink, leverage_type, use_local_approximation, local_window_size
 ///                                    0 <= n_sink < k; key|value|kv_avg|kv_product; 0 or 1; w >= 1
@@ -30,6 +31,7 @@
 ///   compactor        sink_size_start, sink_size_end, chunk_size, blending, ridge
 ///                                    counts >= 0 with sum <= k; C >= 1; weight (< 0: the
 ///                                    compression ratio); lambda > 0
+///   non_causal_attention chunk_size  C >= 1
 /// Other policies take no parameters.
 
 #include <memory>

@@ -19,10 +19,14 @@ namespace subevict::greedy::policies {
 /// counted as torch's avg_pool1d does; kNone or K = 1: no pooling), then
 /// aggregated over the group (kvpress averages; here the GroupAggregation rule); keep the top
 /// k − w plus the window P − w .. P − 1. Requires w < k. Streaming (SnapKV itself never evicts
-/// while decoding; this is its rule applied per step with a sliding window, without pooling):
-/// score_t = Σ_{s=i−w+1}^{i} agg_h attention of query s on t (the attention step s computed:
-/// full for prompt steps, tracked over G_s afterwards, 0 where t was not visible); the last w
-/// positions are kept and the smallest score among the other members is evicted (ties: lowest).
+/// while decoding; this is its rule applied per step with a sliding window): for each query head,
+/// score_t = Σ_{s=i−w+1}^{i} attention of query s on t (the attention step s computed: full for
+/// prompt steps, tracked over G_s afterwards, 0 where t was not visible) over the candidates, the
+/// members t ≤ i − w; pooled per head along the candidates in ascending token order as at
+/// prefill (neighbours are the adjacent candidates); aggregated over the group; the last w
+/// positions are kept and the candidate with the smallest score is evicted (ties: lowest). At the
+/// first full step (G_k = 0..k, every attention full) this is the prefill rule of a prompt of
+/// k + 1 tokens, kvpress's SnapKVPress.
 class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
  public:
   SnapKvPolicy(int window, Pooling pooling, int kernel)
@@ -49,10 +53,10 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
     // The window's rows start the sliding history of the streaming rule.
     for (int r = 0; r < window_; ++r) {
       Row row;
-      for (Token t = 0; t <= candidates + r; ++t) {
-        for (std::size_t h = 0; h < rows.size(); ++h) weights[h] = rows[h](r, t);
-        row.tokens.push_back(t);
-        row.attention.push_back(aggregate(ctx.aggregation, weights));
+      const int size = candidates + r + 1;
+      for (Token t = 0; t < size; ++t) row.tokens.push_back(t);
+      for (const Eigen::MatrixXd& head : rows) {
+        for (Token t = 0; t < size; ++t) row.attention.push_back(head(r, t));
       }
       remember(std::move(row));
     }
@@ -70,25 +74,42 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
     }
     rows_.clear();
     score_.assign(std::size_t(context().tokens), 0.0);
-    member_.assign(std::size_t(context().tokens), 0);
+    slot_.assign(std::size_t(context().tokens), -1);
   }
   void observe(const StepView& view) {
     remember({std::vector<Token>(view.tokens.begin(), view.tokens.end()),
-              std::vector<double>(view.attention.begin(), view.attention.end())});
+              std::vector<double>(view.head_attention.begin(), view.head_attention.end())});
     if (!view.full) return;
-    for (Token t : view.tokens) score_[t] = 0.0;
-    for (Token t : view.tokens) member_[t] = 1;
+    // The candidates ascending; per head their window sums, pooled, aggregated over the group.
+    std::vector<Token> candidates;
+    for (Token t : view.tokens) {
+      if (eligible(view.step, t)) candidates.push_back(t);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (std::size_t c = 0; c < candidates.size(); ++c) slot_[candidates[c]] = int(c);
+    const int heads = view.heads;
+    std::vector<std::vector<double>> sums(std::size_t(heads), std::vector<double>(candidates.size(), 0.0));
     for (const Row& row : rows_) {  // oldest first: a fixed summation order
-      for (std::size_t e = 0; e < row.tokens.size(); ++e) {
-        if (member_[row.tokens[e]]) score_[row.tokens[e]] += row.attention[e];
+      const std::size_t size = row.tokens.size();
+      for (std::size_t e = 0; e < size; ++e) {
+        const int c = slot_[row.tokens[e]];
+        if (c < 0) continue;
+        for (int h = 0; h < heads; ++h) sums[std::size_t(h)][std::size_t(c)] += row.attention[std::size_t(h) * size + e];
       }
     }
-    for (Token t : view.tokens) member_[t] = 0;
+    for (Token t : candidates) slot_[t] = -1;
+    for (auto& head : sums) head = pool(head);
+    std::vector<double> weights(static_cast<std::size_t>(heads));
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      for (int h = 0; h < heads; ++h) weights[std::size_t(h)] = sums[std::size_t(h)][c];
+      score_[candidates[c]] = aggregate(context().aggregation, weights);
+    }
   }
   [[nodiscard]] double key(int, Token t) const { return score_[std::size_t(t)]; }
   [[nodiscard]] bool eligible(int step, Token t) const { return t <= step - window_; }
 
  private:
+  /// One step's attention: its members and, per query head h, the weights at [h |tokens|, (h + 1) |tokens|).
   struct Row {
     std::vector<Token> tokens;
     std::vector<double> attention;
@@ -105,8 +126,8 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
   Pooling pooling_;
   int kernel_;
   std::deque<Row> rows_;
-  std::vector<double> score_;
-  std::vector<char> member_;
+  std::vector<double> score_;  ///< per token, valid for the candidates of the last full step
+  std::vector<int> slot_;      ///< per token: its position among the current candidates, −1 otherwise
 };
 
 }  // namespace subevict::greedy::policies

@@ -24,7 +24,7 @@ TEST(PolicyRegistry, StableNamesInOrder) {
       "h2o-oracle", "local",     "streamingllm",    "sparse-strided", "sparse-fixed", "random",
       "l2norm", "tova",          "snapkv",          "h2o-noisy",      "knorm",        "streaming_llm",
       "observed_attention",      "keydiff",         "leverage",       "expected_attention", "lagkv", "cur", "cap",
-      "compactor"};
+      "compactor",               "non_causal_attention"};
   EXPECT_EQ(policy_names(), expected);
   for (const std::string& name : expected) {
     const auto policy = make_policy(name);
@@ -97,6 +97,7 @@ Config gen_config() {
   p.pooling = *rc::gen::element(Pooling::kNone, Pooling::kMax, Pooling::kAvg);
   p.pooling_kernel = *rc::gen::element(1, 3, 5, 7);
   p.epsilon = *rc::gen::element(0.0, 0.01, 0.2);
+  p.expected_epsilon = *rc::gen::element(0.0, 0.01, 0.2);
   p.skipped_layers = {1};
   p.ridge = *rc::gen::element(1e-2, 1.0);
   p.use_covariance = *rc::gen::arbitrary<bool>();
@@ -115,6 +116,16 @@ Config gen_config() {
   return c;
 }
 
+/// The simulation options of a configuration: its budget, prefill, aggregation and seed.
+SimulationOptions options_of(const Config& c) {
+  SimulationOptions options;
+  options.budget = c.setup.budget;
+  options.prefill = c.setup.prefill;
+  options.aggregation = c.setup.rule;
+  options.seed = c.setup.seed;
+  return options;
+}
+
 RC_GTEST_PROP(PolicyRegistry, EveryPolicyAgreesWithItsNaiveRuleStepByStep, ()) {
   Config c = gen_config();
   const HeadGroup group = c.instance.group();
@@ -122,11 +133,7 @@ RC_GTEST_PROP(PolicyRegistry, EveryPolicyAgreesWithItsNaiveRuleStepByStep, ()) {
     c.setup.policy = name;
     const naive::Result expected = naive::simulate(c.instance, c.setup);
     auto policy = make_policy(name, c.setup.params);
-    SimulationOptions options;
-    options.budget = c.setup.budget;
-    options.prefill = c.setup.prefill;
-    options.aggregation = c.setup.rule;
-    options.seed = c.setup.seed;
+    SimulationOptions options = options_of(c);
     options.record_cache = true;
     const Trace trace = simulate(group, *policy, options);
     RC_ASSERT(trace.budget == expected.budget);
@@ -137,6 +144,61 @@ RC_GTEST_PROP(PolicyRegistry, EveryPolicyAgreesWithItsNaiveRuleStepByStep, ()) {
       }
     }
   }
+}
+
+RC_GTEST_PROP(PolicyRegistry, NoCausalPolicyDecidesWithTheTokensStillToCome, ()) {
+  // A causal policy's decision at step i reads tokens 0..i only: run on the workload cut after
+  // token m − 1 (first_tokens), every policy that is not an oracle evicts at steps 0..m − 1 exactly
+  // as on the whole workload (compactor's compression ratio once read the whole length n).
+  // h2o-noisy is left out: its noise stream is indexed by i n + j, so another n draws other noise
+  // (a different random draw, not information about later tokens).
+  const Config c = gen_config();
+  const HeadGroup group = c.instance.group();
+  const int shortest = std::max(c.setup.budget, c.setup.prefill) + 1;  // a full step left to compare
+  if (shortest > c.instance.n) return;
+  const int m = *rc::gen::inRange(shortest, c.instance.n + 1);
+  const HeadGroup cut = first_tokens(group, m);
+  SimulationOptions options = options_of(c);
+  options.compute_metrics = false;
+  for (const std::string& name : policy_names()) {
+    auto policy = make_policy(name, c.setup.params);
+    if (policy->is_oracle() || name == "h2o-noisy") continue;
+    const Trace whole = simulate(group, *policy, options);
+    const Trace prefix = simulate(cut, *policy, options);
+    RC_ASSERT(whole.prefill_evicted == prefix.prefill_evicted);
+    for (int i = 0; i < m; ++i) {
+      if (whole.steps[i].evicted != prefix.steps[i].evicted) {
+        RC_FAIL(name + ": step " + std::to_string(i) + " evicts " + std::to_string(whole.steps[i].evicted) + " with " +
+                std::to_string(c.instance.n) + " tokens, " + std::to_string(prefix.steps[i].evicted) + " with " +
+                std::to_string(m));
+      }
+    }
+  }
+}
+
+TEST(PolicyRegistry, SnapkvPoolingTakesEffectInStreaming) {
+  // Pure streaming (no prefill): the pooling keys change which candidate leaves, as at prefill.
+  bool differs = false;
+  for (std::uint64_t seed = 0; seed < 20 && !differs; ++seed) {
+    const naive::Instance in = naive::random_instance(seed, 40, 4, 2, 3.0);
+    const HeadGroup group = in.group();
+    SimulationOptions options;
+    options.budget = 16;
+    options.compute_metrics = false;
+    std::vector<std::vector<int>> evicted;
+    for (const auto& [pooling, kernel] : std::vector<std::pair<Pooling, int>>{
+             {Pooling::kNone, 1}, {Pooling::kMax, 5}, {Pooling::kAvg, 5}}) {
+      PolicyParams p;
+      p.observation_window = 4;
+      p.pooling = pooling;
+      p.pooling_kernel = kernel;
+      const Trace trace = simulate(group, *make_policy("snapkv", p), options);
+      evicted.emplace_back();
+      for (const auto& step : trace.steps) evicted.back().push_back(step.evicted);
+    }
+    differs = evicted[0] != evicted[1] && evicted[0] != evicted[2] && evicted[1] != evicted[2];
+  }
+  EXPECT_TRUE(differs) << "snapkv's pooling none, max and avg evict alike in streaming on 20 workloads";
 }
 
 RC_GTEST_PROP(PolicyRegistry, KvpressAliasesEvictExactlyAsTheirRules, ()) {
@@ -285,6 +347,10 @@ TEST(PolicySpec, RejectsBadSpecsNamingTheKeyAndTheValidOnes) {
   EXPECT_NE(spec_error("h2o:").find("KEY=VALUE"), std::string::npos);
   EXPECT_NE(spec_error("h2o,,local").find("empty item"), std::string::npos);
   EXPECT_NE(spec_error("snapkv:kernel=4").find("odd"), std::string::npos);
+  // A key that changes nothing is refused: a kernel without a pooling to act on.
+  EXPECT_NE(spec_error("snapkv:kernel=3").find("kernel with pooling none"), std::string::npos);
+  EXPECT_NE(spec_error("snapkv:pooling=none,kernel=5").find("pooling=max or pooling=avg"), std::string::npos);
+  EXPECT_EQ(parse_policy_spec("snapkv:pooling=avg,kernel=3", "s", "f", 16).label(), "snapkv:pooling=avg,kernel=3");
   EXPECT_NE(spec_error("snapkv:pooling=mean").find("none, max or avg"), std::string::npos);
   EXPECT_NE(spec_error("streamingllm:sinks=2.5").find("got 2.5"), std::string::npos);
   EXPECT_NE(spec_error("h2o-noisy:epsilon=-0.1").find("a number >= 0"), std::string::npos);
@@ -337,6 +403,11 @@ RC_GTEST_PROP(PolicySpec, LabelsRoundTripAndKeysReadBackTheirValues, ()) {
     } else if (p.key == "pooling") {
       value = *rc::gen::element<std::string>("none", "max", "avg");
     } else if (p.key == "kernel") {
+      // A kernel acts only through a pooling (max or avg; none is the default).
+      const bool pooled = std::any_of(written.begin(), written.end(), [](const auto& w) {
+        return w.first == "pooling" && w.second != "none";
+      });
+      if (!pooled) continue;
       value = std::to_string(2 * *rc::gen::inRange(0, 10) + 1);
     } else if (p.key == "leverage_type") {
       value = *rc::gen::element<std::string>("key", "value", "kv_avg", "kv_product");
