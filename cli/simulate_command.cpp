@@ -114,32 +114,6 @@ struct Cell : greedy::HeadEvaluation {
   double head_seconds = 0.0;
 };
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-double parse_budget_value(const std::string& text) {
-  double v = 0.0;
-  try {
-    std::size_t used = 0;
-    v = std::stod(text, &used);
-    if (used != text.size()) v = -1.0;
-  } catch (const std::exception&) {
-    v = -1.0;
-  }
-  try {
-    (void)greedy::budget_from_value(v, "simulate");
-  } catch (const InputError&) {
-    throw InputError("simulate", "budget", greedy::kBudgetExpectation, text);
-  }
-  return v;
-}
-
 greedy::Budget to_budget(double v) { return greedy::budget_from_value(v, "simulate"); }
 
 std::string fmt(double x) { return significant_digits(x, 10); }
@@ -677,9 +651,9 @@ void run_simulate(const SimulateArgs& args) {
   const kernels::Backend backend =
       args.backend.empty() ? kernels::fastest_backend() : kernels::parse_backend(args.backend);
   kernels::require_available(backend);
-  const double main_budget = parse_budget_value(args.budget);
+  const double main_budget = greedy::parse_budget_value(args.budget, "simulate");
   std::set<double> budget_set{main_budget};
-  for (const auto& b : split(args.budgets)) budget_set.insert(parse_budget_value(b));
+  for (double b : greedy::parse_budget_list(args.budgets, "simulate")) budget_set.insert(b);
   const std::vector<double> budgets(budget_set.begin(), budget_set.end());
   RecordedInputs recorded;
   recorded.budget = main_budget;

@@ -26,17 +26,6 @@ class UsageError(Exception):
     pass
 
 
-def parse_budgets(text):
-    values = []
-    for item in text.split(","):
-        try:
-            values.append(float(item))
-        except ValueError:
-            raise UsageError(f"--budgets: expected numbers (ratios in (0, 1) or sizes), got "
-                             f"{item!r}") from None
-    return [int(v) if v >= 1 and v == int(v) else v for v in values]
-
-
 def parse_layers(text, count):
     if text.strip().lower() == "all":
         return None
@@ -77,12 +66,11 @@ def main(argv=None):
             raise UsageError(f"--workers: expected an integer >= 1, got {args.workers}")
         if args.tokens < 2:
             raise UsageError(f"--tokens: expected at least 2, got {args.tokens}")
-        budgets = parse_budgets(args.budgets)
-        for budget in budgets:
-            subevict.budget_size(float(budget), args.tokens, "--budgets")
+        budgets = subevict.parse_budgets(args.budgets, "closed_loop", "--budgets")
         evicted_forward.caches_of(args.policies)
-        if os.path.exists(args.output) and not os.path.isdir(args.output):
-            raise UsageError(f"-o {args.output}: exists and is not a directory")
+        problem = closed_loop_report.output_problem(args.output)
+        if problem:
+            raise UsageError(f"-o {args.output}: {problem}")
         try:
             with open(args.text_file, encoding="utf-8") as stream:
                 text = stream.read()

@@ -354,6 +354,25 @@ void bind_simulate(nb::module_& m) {
       "value"_a, "tokens"_a, "source"_a = "simulate",
       "The cache size k of a budget value for n tokens, as simulate resolves it: a ratio in (0, 1) gives "
       "max(1, round(ratio n)), an integer size is capped at n. InputError (naming `source`) otherwise.");
+  m.def(
+      "parse_budgets",
+      [](const std::string& text, const std::string& source, const std::string& field) {
+        nb::list out;
+        for (double value : greedy::parse_budget_list(text, source, field)) {
+          if (value >= 1.0) {
+            out.append(nb::int_(static_cast<long long>(value)));
+          } else {
+            out.append(nb::float_(value));
+          }
+        }
+        if (out.size() == 0) throw InputError(source, field, "at least one budget", text.empty() ? "none" : text);
+        return out;
+      },
+      "text"_a, "source"_a = "simulate", "field"_a = "budget",
+      "The budgets of a comma-separated list as the command line reads them (\"0.05,0.1,64\"): ratios in (0, 1) "
+      "as floats, sizes as ints. The library's one budget parser (`subevict simulate --budgets`); InputError "
+      "(naming `source` and `field`) for an item that is not such a number (inf, nan, 0, 2.5, 3e9, text) or "
+      "an empty list.");
   m.def("policy_names", &greedy::spec_policy_names, "The built-in policies' names (simulate --list-policies).");
   m.def(
       "policy_parameters",

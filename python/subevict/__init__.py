@@ -37,6 +37,7 @@ from ._subevict import (
     inspect,
     modular,
     offline_optimum,
+    parse_budgets,
     policy_names,
     policy_parameters,
     policy_specs,
@@ -55,7 +56,7 @@ from .policies import Decisions, Policy, ScorePolicy
 __all__ = [
     "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "allocate", "attention",
     "budget_curve", "budget_size", "check_ids", "closed_loop", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
-    "modular", "offline_optimum", "policy_names", "policy_parameters", "policy_specs", "presets", "read_workload",
+    "modular", "offline_optimum", "parse_budgets", "policy_names", "policy_parameters", "policy_specs", "presets", "read_workload",
     "schedule_value", "shared_optimum", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
     "write_workload",
 ]

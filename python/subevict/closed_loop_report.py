@@ -34,7 +34,7 @@ def spearman(points):
 def analysis(runs):
     """Spearman of mean retained mass / OPT against Delta log-perplexity over (cache, budget)
     points, overall and per budget; per budget the best policy by perplexity and how far it trails
-    opt; and the mass-order check (policy <= opt <= topk per layer and KV head)."""
+    opt; and the mass-order check (LayerRecord.order_violations, per layer and KV head)."""
     def point(run):
         return (run["mean_ratio_to_opt"], run["delta_log_perplexity"])
 
@@ -64,7 +64,8 @@ def analysis(runs):
         "per_budget": per_budget,
         "mass_order": {"outcome": "held" if violations == 0 else "violated",
                        "violations": violations,
-                       "claim": "per compressed layer and KV head: policy mass <= opt <= topk"},
+                       "claim": "per layer and KV head: opt <= topk, policy mass <= opt where the "
+                                "policy compressed the head, opt's replayed mass = opt"},
     }
 
 
@@ -84,7 +85,7 @@ def markdown(results):
              f"token ids sha256 {s['token_ids_sha256']}.", ""]
     a = results["analysis"]
     rho = a["spearman_mass_vs_delta_log_perplexity"]
-    lines += [f"Mass order (policy <= opt <= topk per compressed layer and KV head): "
+    lines += [f"Mass order (policy <= opt <= topk per layer and KV head): "
               f"**{a['mass_order']['outcome']}** ({a['mass_order']['violations']} violations).",
               "",
               "Spearman rho of mean mass / OPT against Delta log-perplexity, all points: "
@@ -159,6 +160,36 @@ def figures(results, out):
                            capture_output=True)
             os.replace(os.path.join(out, f"{name}.{ext}.tmp"), os.path.join(out, f"{name}.{ext}"))
     return []
+
+
+def output_problem(out):
+    """Why write() could not write its report into directory `out`, in a few words, or None: what
+    a command checks before any model work. `out` or the nearest existing folder above it must be
+    a directory where a file can be created (tried: a probe file, and any missing folders, are
+    made and removed again, so nothing stays behind)."""
+    import tempfile
+
+    path = os.path.abspath(out)
+    missing = []
+    while not os.path.exists(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        return f"{path} is not a directory"
+    created = []
+    try:
+        for folder in reversed(missing):
+            os.mkdir(folder)
+            created.append(folder)
+        descriptor, probe = tempfile.mkstemp(dir=out, prefix=".closed_loop_probe")
+        os.close(descriptor)
+        os.remove(probe)
+    except OSError as error:
+        return f"cannot write a report there ({error.strerror or error})"
+    finally:
+        for folder in reversed(created):
+            os.rmdir(folder)
+    return None
 
 
 def write(results, out):

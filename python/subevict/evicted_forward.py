@@ -13,7 +13,9 @@ Reference caches, computed per layer on that layer's closed-loop Q, K, V:
   opt   the exact offline optimum of retained attention mass (subevict's min-cost flow), irreversible;
   topk  the reversible per-step oracle: at step i each KV head keeps the k past keys with the most
         attention from query i, summed over its query heads (evicted keys may return).
-In mass, every policy <= opt <= topk on each layer (checked, `mass_order_violations`).
+In mass, on each layer and KV head: opt <= topk, every policy <= opt where it compressed the head,
+and opt's own mass (its schedule replayed through the simulator) = OPT (checked,
+`mass_order_violations`).
 
 Needs torch and the GGUF model code (subevict.models).
 """
@@ -103,28 +105,42 @@ def _layer_item(item, layer):
 @dataclass
 class LayerRecord:
     """One layer of one run: per KV head the run's retained mass, OPT and the oracle's mass on that
-    layer's closed-loop Q, K (simulate's units: sums over steps of means over the query heads)."""
+    layer's closed-loop Q, K (simulate's units: sums over steps of means over the query heads), and
+    whether the run's cache was compressed to k on that head (a policy may keep a head whole:
+    l2norm's skipped layers; no cache is compressed at k >= n)."""
 
     layer: int
     kind: str  # the cache's kind: "policy", "opt" or "topk"
-    compressed: bool
-    mass: list
+    head_compressed: list
+    mass: list  # opt: its schedule's mass as the simulator measures it, not the optimum's value
     opt: list
     topk: list
     last_step: Optional[np.ndarray] = None  # [kv_heads, n] for irreversible caches (keep_schedules)
     qkv: Optional[tuple] = None  # (q, k, v) float32 numpy arrays (keep_qkv)
 
+    @property
+    def compressed(self):
+        """Every KV head of the layer compressed (the layers that mass / OPT averages over)."""
+        return all(self.head_compressed)
+
     def ratio_to_opt(self):
         return sum(self.mass) / sum(self.opt)
 
     def order_violations(self):
-        """KV heads of a compressed layer where opt <= topk fails, or (irreversible caches: policies
-        and opt) mass <= opt, beyond the relative slack MASS_ORDER_RTOL."""
-        if not self.compressed:
-            return 0
+        """KV heads where the mass order fails beyond the relative slack MASS_ORDER_RTOL: opt <=
+        topk on every head; for a policy, mass <= opt on each head it compresses (a head kept whole
+        holds more than OPT at k); for opt, mass = opt (the schedule its cache used keeps the mass
+        the optimum claims)."""
         tol = MASS_ORDER_RTOL
-        return sum(1 for m, o, t in zip(self.mass, self.opt, self.topk)
-                   if o > t * (1 + tol) or (self.kind != "topk" and m > o * (1 + tol)))
+        count = 0
+        for m, o, t, compressed in zip(self.mass, self.opt, self.topk, self.head_compressed):
+            broken = o > t * (1 + tol)
+            if self.kind == "policy":
+                broken = broken or (compressed and m > o * (1 + tol))
+            elif self.kind == "opt":
+                broken = broken or abs(m - o) > tol * o
+            count += broken
+        return count
 
 
 def _one_thread():
@@ -166,21 +182,28 @@ def layer_cache(cache, q, k, v, scale, layer, budget, seed, horizon):
                                      cache.kind == "topk", policy_mass_from_gains=True)
         return cell
 
+    def schedule_mass(h):  # the schedule a head's keep mask uses, replayed: its mass by the simulator
+        steps = last_step[h].astype(np.int64) + 1
+        [replay] = _subevict._simulate(workload, [Decisions(steps, "opt")], [float(budget)], [0], [h],
+                                       "none", 1e-4, int(seed), int(horizon), False, False, int(layer))
+        return replay["policies"]["recorded:opt"]["total_retained_mass"]
+
     cells = _per_head(evaluate, heads, parallel)
     opt = [cell["optimum"]["total"] for cell in cells]
     topk = [cell["oracle_total"] for cell in cells]
     n = q.shape[1]
+    below_n = [budget < n] * len(heads)  # a reference cache is compressed wherever k < n
     if cache.kind == "policy":
         traces = [next(iter(cell["policies"].values())) for cell in cells]
         last_step = np.stack([t["last_step"] for t in traces])
         mass = [t["total_retained_mass"] for t in traces]
-        compressed = all(t["compressed"] for t in traces)
+        compressed = [bool(t["compressed"]) for t in traces]
     elif cache.kind == "opt":
         last_step = np.stack([cell["optimum"]["last_step"] for cell in cells])
-        mass, compressed = list(opt), budget < n
+        mass, compressed = _per_head(schedule_mass, heads, parallel), below_n
     else:
         keep = keep_from_sets([cell["oracle"]["chosen"] for cell in cells], len(heads), n)
-        return keep, LayerRecord(layer, cache.kind, budget < n, list(topk), opt, topk)
+        return keep, LayerRecord(layer, cache.kind, below_n, list(topk), opt, topk)
     keep = keep_from_last_step(torch.from_numpy(last_step.astype(np.int64)))
     return keep, LayerRecord(layer, cache.kind, compressed, mass, opt, topk, last_step)
 
@@ -247,6 +270,7 @@ class Run:
             "mean_ratio_to_opt": float(np.mean(ratios)) if ratios else None,
             "mass_order_violations": sum(r.order_violations() for r in self.layers),
             "layers": [{"layer": r.layer, "compressed": r.compressed,
+                        "head_compressed": r.head_compressed,
                         "ratio_to_opt": r.ratio_to_opt(), "mass": r.mass, "opt": r.opt,
                         "topk": r.topk} for r in self.layers],
             "seconds": self.seconds,
@@ -347,7 +371,8 @@ def closed_loop(model, ids, policies="h2o,tova,opt,topk", budgets=(0.2,), layers
     model: a subevict.models model (or a GGUF path); ids: int64 token ids [n] (or [1, n]);
     policies: as caches_of (built-ins with parameters, "opt", "topk", Python policies,
     subevict.Decisions); budgets: ratios in (0, 1) or integer sizes, as simulate; layers: the layers
-    that evict (default every global layer; the others keep the full cache; a sliding-window
+    that evict (default every global layer; at least one: [] is refused, a budget >= n gives the
+    full model; the others keep the full cache; a sliding-window
     layer keeps its window and is refused here: `subevict simulate` evicts within the windows of
     an exported workload); workers: processes that run the (cache, budget) pairs side
     by side, forked, one thread each (1: this process; Python policy objects always run here).
@@ -392,10 +417,14 @@ def _inputs(model, ids, policies, horizon, workers):
 
 
 def evicting_layers(model, layers):
-    """The set of layers that evict: `layers` (None: every global layer), checked: indices in
-    range, no sliding-window layer (InputError naming it)."""
+    """The set of layers that evict: `layers` (None: every global layer), checked: at least one,
+    indices in range, no sliding-window layer (InputError naming it)."""
     global_layers = [layer for layer in range(model.layers) if model.windows[layer] is None]
     evict_layers = set(global_layers) if layers is None else set(layers)
+    if not evict_layers:
+        raise _subevict.InputError("closed_loop: layers: expected at least one evicting layer (None: "
+                                   "every global layer), got "
+                                   + ("[]" if layers is not None else "None on a model without global layers"))
     for layer in evict_layers:
         if not 0 <= layer < model.layers:
             raise _subevict.InputError(f"closed_loop: layers: indices in [0, {model.layers}), got "

@@ -19,6 +19,21 @@ def test_budget_size_resolves_as_simulate():
             subevict.budget_size(bad, 100)
 
 
+def test_parse_budgets_reads_a_list_as_simulate_does():
+    """The library's budget parser (the closed loop's --budgets): ratios as floats, sizes as ints,
+    every bad item refused naming it, never an exception of another kind."""
+    got = subevict.parse_budgets("0.05, 0.1,64,1e2")
+    assert got == [0.05, 0.1, 64, 100] and [type(x) for x in got] == [float, float, int, int]
+    for bad in ("inf", "0.1,-inf", "nan", "1e400", "0", "-0.5", "2.5", "3e9", "ten", "0.2x"):
+        with pytest.raises(subevict.InputError, match=r"^closed_loop: --budgets: expected a ratio in \(0, 1\) "
+                                                      r"of the sequence length or an integer size in \[1, "
+                                                      r"2147483647\], got \S+$"):
+            subevict.parse_budgets(bad, "closed_loop", "--budgets")
+    for empty in ("", ",", " , "):
+        with pytest.raises(subevict.InputError, match="at least one budget"):
+            subevict.parse_budgets(empty)
+
+
 def test_policy_specs_split_a_list_into_specs_that_parse_back_alone():
     specs = subevict.policy_specs("h2o:heavy=0.25,tova,streamingllm:sinks=2,snapkv:window=4,pooling=max,kernel=3")
     assert len(specs) == 4

@@ -15,6 +15,8 @@ import torch
 from subevict.models import llama_cpp
 
 N, VOCAB = 64, 50
+# float32 log-softmax of logits shifted by a constant per row: the same distribution up to rounding.
+SHIFT_TOL = 1e-5
 
 
 @pytest.fixture
@@ -25,12 +27,28 @@ def case():
     return logits, ids
 
 
-def test_identical_logits_agree_exactly(case):
+def test_logits_shifted_per_position_agree_and_their_difference_is_measured(case):
+    """Adding a constant to every logit of a position changes no probability: the two forwards
+    agree exactly in distribution, while their logits differ by the constants, which
+    max_abs_logit_diff reports. A measure that compared either input with itself, or the
+    log-probabilities of one forward with themselves, reads 0 there or misses the shift."""
     logits, ids = case
-    numbers = llama_cpp.agreement(logits, logits.clone(), ids)
-    assert numbers["perplexity"] == numbers["reference_perplexity"]
-    assert (numbers["perplexity_rel"], numbers["top1_agreement"], numbers["mean_kl"]) == (0.0, 1.0, 0.0)
-    assert numbers["within"]
+    shift = torch.linspace(-2.0, 3.0, N).unsqueeze(-1)  # per position; the last is never predicted
+    numbers = llama_cpp.agreement(logits + shift, logits, ids)
+    assert numbers["perplexity_rel"] < SHIFT_TOL and numbers["mean_kl"] < SHIFT_TOL, numbers
+    assert numbers["top1_agreement"] == 1.0 and numbers["within"], numbers
+    assert numbers["max_abs_logit_diff"] == pytest.approx(float(shift[:-1].abs().max()), rel=1e-5)
+    assert numbers["perplexity"] == pytest.approx(numbers["reference_perplexity"], rel=SHIFT_TOL)
+
+
+def test_the_reference_is_the_second_argument(case):
+    """KL(reference || ours) and each side's perplexity are not symmetric: swapping the arguments
+    changes them, so the measure reads its two inputs as named."""
+    logits, ids = case
+    other = 0.5 * logits + 0.5 * torch.randn(N, VOCAB, generator=torch.Generator().manual_seed(2))
+    forward, backward = llama_cpp.agreement(other, logits, ids), llama_cpp.agreement(logits, other, ids)
+    assert forward["perplexity"] == backward["reference_perplexity"] != forward["reference_perplexity"]
+    assert abs(forward["mean_kl"] - backward["mean_kl"]) > 0.01 * forward["mean_kl"]
 
 
 def test_the_numbers_are_the_definitions(case):
@@ -46,8 +64,10 @@ def test_the_numbers_are_the_definitions(case):
     assert numbers["reference_perplexity"] == pytest.approx(math.exp(-ref[rows, target].mean()), rel=1e-5)
     kl = (np.exp(ref) * (ref - ours)).sum(-1)
     assert numbers["mean_kl"] == pytest.approx(kl.mean(), rel=1e-4)
+    assert numbers["max_kl"] == pytest.approx(kl.max(), rel=1e-4)
     agree = (ours.argmax(-1) == ref.argmax(-1)).mean()
     assert numbers["top1_agreement"] == pytest.approx(agree)
+    assert numbers["max_abs_logit_diff"] == pytest.approx(float((other - logits)[:-1].abs().max()), rel=1e-6)
 
 
 @pytest.mark.parametrize("break_it, failing", [

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "core/input_error.hpp"
@@ -45,6 +47,34 @@ Budget budget_from_value(double value, const std::string& source) {
     throw InputError(source, "budget", kBudgetExpectation, significant_digits(value, 10));
   }
   return value < 1.0 ? Budget::ratio_of_tokens(value) : Budget::absolute(int(value));
+}
+
+double parse_budget_value(const std::string& text, const std::string& source, const std::string& field) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  const std::size_t last = text.find_last_not_of(" \t");
+  const std::string item = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  double value = 0.0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(item, &used);
+    if (used != item.size()) throw std::invalid_argument("trailing text");
+    (void)budget_from_value(value, source);
+  } catch (const std::exception&) {  // not a number, out of range, or a value no budget takes
+    throw InputError(source, field, kBudgetExpectation, text.empty() ? "an empty item" : text);
+  }
+  return value;
+}
+
+std::vector<double> parse_budget_list(const std::string& text, const std::string& source, const std::string& field) {
+  std::vector<double> values;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, end - begin);
+    if (item.find_first_not_of(" \t") != std::string::npos) values.push_back(parse_budget_value(item, source, field));
+    begin = end + 1;
+  }
+  return values;
 }
 
 std::unique_ptr<EvictionPolicy> make_named_policy(const std::string& name, int horizon) {

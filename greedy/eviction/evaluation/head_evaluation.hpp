@@ -44,6 +44,18 @@ inline constexpr const char* kBudgetExpectation =
 /// non-integer ≥ 1, an integer too large for a cache size).
 [[nodiscard]] Budget budget_from_value(double value, const std::string& source);
 
+/// One budget value as users write it ("0.2", "64", " 1e2 "): the whole text, spaces around it
+/// aside, is a number (std::stod) that budget_from_value accepts. Returns it; throws
+/// InputError(source, field, kBudgetExpectation, text) otherwise (not a number, trailing text,
+/// out of double's range, or a value budget_from_value refuses: ≤ 0, inf, nan, 2.5, 3e9).
+[[nodiscard]] double parse_budget_value(const std::string& text, const std::string& source,
+                                        const std::string& field = "budget");
+
+/// A comma-separated list of budget values ("0.05,0.1,64"), each read by parse_budget_value;
+/// empty items are skipped, so "" gives an empty list (the caller decides whether that is allowed).
+[[nodiscard]] std::vector<double> parse_budget_list(const std::string& text, const std::string& source,
+                                                    const std::string& field = "budget");
+
 /// A policy by command-line name: the registry's names (policy_registry.hpp) or "lookahead" with
 /// window `horizon`. Throws InputError for an unknown name or a horizon < 1.
 [[nodiscard]] std::unique_ptr<EvictionPolicy> make_named_policy(const std::string& name, int horizon);
