@@ -151,7 +151,9 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
   }
 
   for (int i = start; i < n; ++i) {
-    const bool full = head.size() == k;
+    // The token leaving the window leaves first: the step is full only when G_i without it is
+    // still over k (then that token is not in G_i, and the policy evicts one member).
+    const bool full = head.size_without_eviction(i) > k;
     const StepView view = head.arrive(i, full);
     const Token evicted = policy.step(view);
     if (!full) {
