@@ -119,7 +119,8 @@ struct Trace {
   /// Per step and query head, row-major [step][head] (n × g); empty without metrics.
   std::vector<double> head_retained_mass;
   std::vector<double> head_output_error;
-  /// Tokens the prefill rule dropped at the end of step P−1, ascending (empty without prefill).
+  /// Tokens the prefill rule dropped at the end of step P−1, ascending (empty without prefill);
+  /// on a windowed layer only those step P still sees (the others leave with the window first).
   std::vector<Token> prefill_evicted;
   /// S_i ascending for i = 0..n−1 when SimulationOptions::record_cache, else empty.
   std::vector<std::vector<Token>> cache;

@@ -74,8 +74,6 @@ class StreamingHead {
   /// Takes token t out of the cache and marks that the cache has lost a token (later steps compute
   /// their retained mass instead of taking 1). Returns false when t is not an entry.
   bool evict(Token t);
-  /// Takes token t out without marking a loss (it left a sliding window). False when absent.
-  bool drop(Token t) { return cache_.remove(t); }
   /// Marks a loss that happened outside evict() (the prefill rule's drops).
   void mark_loss() { lost_ = true; }
   [[nodiscard]] int size() const { return cache_.size; }
