@@ -8,8 +8,10 @@
 ///   observe(step, attention_row)     optional; every streaming step, full or not: attention_row is
 ///                                    float64 of length n, the group-aggregated tracked attention ã_i
 ///                                    on the members of G_i and 0 elsewhere
-///   evict(step, cache) -> token      only when the cache is full: cache is int64, the members of
-///                                    G_i = S_{i-1} ∪ {i} ascending (i included); return one of them
+///   evict(step, cache) -> token      only when the cache is full (on a sliding-window layer: still
+///                                    over k once the token leaving the window left, simulator.hpp):
+///                                    cache is int64, the members of G_i = S_{i-1} ∪ {i} ascending
+///                                    (i included); return one of them
 /// or, instead of evict,
 ///   score(step, cache, q, K, V) -> scores   q: float32 (g, d), the group's queries at step i;
 ///                                    K, V: float32 (len(cache), d), the members' keys and values;

@@ -17,7 +17,9 @@ class Policy:
         attention of query `step` over its cache G_i, aggregated over the KV head's query heads
         (sum), and 0 on every token outside G_i.
     evict(step, cache) -> token: called only when the cache is full; `cache` (int64) holds the
-        members of G_i ascending (the current token `step` included). Return one of them.
+        members of G_i ascending (the current token `step` included). Return one of them. On a
+        sliding-window layer the token query step + 1 no longer sees leaves first: evict is called
+        only when the cache is still over k without it (never at k = W - 1).
 
     Set `name` to label the policy in results (default: the class name).
     """

@@ -151,3 +151,41 @@ def test_malformed_policies_are_refused_before_running(small, policy, message):
 def test_labels_must_be_distinct(small):
     with pytest.raises(subevict.InputError, match="each label once"):
         subevict.simulate(small, [PyH2O(), PyH2O()], budget=5, optimum="none")
+
+
+class Watcher(subevict.Policy):
+    """Evicts the lowest token and records every cache it was asked to evict from."""
+
+    name = "watcher"
+
+    def reset(self, n, k):
+        self.asked = []
+
+    def evict(self, step, cache):
+        self.asked.append((step, cache.copy()))
+        return int(cache[0])
+
+
+def windowed(window):
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((1, 2, 40, 8), dtype=np.float32)
+    k = rng.standard_normal((1, 1, 40, 8), dtype=np.float32)
+    v = rng.standard_normal((1, 1, 40, 8), dtype=np.float32)
+    return subevict.Workload(q, k, v, windows=[window])
+
+
+def test_on_a_window_layer_the_leaving_token_makes_room_before_evict_is_asked():
+    # k = W - 1: the token query i + 1 no longer sees leaves first, so evict is never called and the
+    # whole window is kept.
+    w, watcher = windowed(8), Watcher()
+    [cell] = subevict.simulate(w, watcher, budget=7, optimum="none")
+    assert watcher.asked == []
+    assert np.all(cell["policies"]["watcher"]["retained_mass"] == 1.0)
+    # k = 4 < W - 1: asked exactly where G_i holds k + 1 tokens and none of them leaves the window.
+    watcher = Watcher()
+    [cell] = subevict.simulate(w, watcher, budget=4, optimum="none")
+    assert watcher.asked
+    for step, cache in watcher.asked:
+        assert len(cache) == 5 and step + 1 - 8 not in cache, step
+    evicted = cell["policies"]["watcher"]["evicted"]
+    assert [s for s, _ in watcher.asked] == [i for i in range(40) if evicted[i] >= 0]

@@ -1199,6 +1199,18 @@ class CliTest(unittest.TestCase):
                 heads = json.load(stream)["heads"]
             flags = {p["compressed"] for h in heads for p in h["policies"].values()}
             self.assertEqual(flags, {compressed})
+        # At W - 1 = 15 the token leaving the window makes room before any eviction: every policy
+        # compresses and keeps the whole window, as the optimum does.
+        out = self.path("sim15")
+        r = run("simulate", "--workload", f, "--layers", "all", "--budget", "15", "--policies", "h2o,tova,l2norm",
+                "--optimum", "flow", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "results.json")) as stream:
+            heads = json.load(stream)["heads"]
+        for h in heads:
+            for name, p in h["policies"].items():
+                self.assertTrue(p["compressed"] or name == "l2norm", name)
+                self.assertAlmostEqual(p["total_retained_mass"] / h["optimum"]["total"], 1.0, delta=1e-12, msg=name)
         # One global and one window layer: verify reads the global one and says why.
         edit_metadata(f, {"attention_windows": "0,16"})
         r = run("verify", "--workload", f, "--check", "h2o.sec3_sparsity", "-o", self.path("v2"))

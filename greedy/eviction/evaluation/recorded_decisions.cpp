@@ -36,7 +36,7 @@ std::string DecisionsFile::record_name(int layer, int kv_head) const {
 }
 
 AdmittedSchedule DecisionsFile::admit(int layer, int kv_head, int budget, int prefill,
-                                      ScheduleAdmission admission) const {
+                                      ScheduleAdmission admission, int window) const {
   const std::string name = record_name(layer, kv_head);
   std::size_t record = 0;
   if (layers > 0) {
@@ -55,10 +55,10 @@ AdmittedSchedule DecisionsFile::admit(int layer, int kv_head, int budget, int pr
       throw InputError(name, "record", "a recorded schedule",
                        "every entry -1 (not recorded: the exporting run did not simulate this head)");
     }
-    return admit_eviction_steps(row, budget, prefill, admission, name);
+    return admit_eviction_steps(row, budget, prefill, admission, name, window);
   }
   return admit_keep_mask(std::span<const std::uint8_t>(mask.data() + record * n * n, n * n), tokens, budget,
-                         prefill, admission, name);
+                         prefill, admission, name, window);
 }
 
 DecisionsFile decisions_layout(const std::string& name, const std::vector<std::size_t>& shape) {
@@ -128,7 +128,7 @@ RecordedRun simulate_recorded(const Workload& workload, int layer, int kv_head, 
                               const std::string& label, const SimulationOptions& options,
                               ScheduleAdmission admission) {
   RecordedRun run;
-  run.admitted = file.admit(layer, kv_head, options.budget, options.prefill, admission);
+  run.admitted = file.admit(layer, kv_head, options.budget, options.prefill, admission, workload.window(layer));
   RecordedPolicy policy(label, run.admitted.last_step, file.record_name(layer, kv_head));
   run.trace = simulate(head_group(workload, layer, kv_head), policy, options);
   return run;

@@ -42,11 +42,12 @@ struct DecisionsFile {
   /// "PATH" for a shared record, "PATH layer l KV head h" otherwise (how errors name a record).
   [[nodiscard]] std::string record_name(int layer, int kv_head) const;
 
-  /// Admits the record of (layer, kv_head) at budget k and prefill P (recorded_schedule.hpp).
+  /// Admits the record of (layer, kv_head) at budget k and prefill P on a layer whose sliding
+  /// window is `window` keys (0: global; recorded_schedule.hpp states the window's rules).
   /// Throws InputError(record_name, ...) for a layer or head the file does not cover, a row that
   /// is not recorded (all −1), and every rule the record breaks (naming the first bad step).
   [[nodiscard]] AdmittedSchedule admit(int layer, int kv_head, int budget, int prefill,
-                                       ScheduleAdmission admission) const;
+                                       ScheduleAdmission admission, int window = 0) const;
 };
 
 /// The layout (form, L, H, n) of a decisions array of `shape`, its values not yet filled in; `name`
@@ -76,7 +77,8 @@ struct RecordedRun {
   Trace trace;
 };
 
-/// Admits the record of (layer, kv_head) at options.budget and options.prefill, then simulates it
+/// Admits the record of (layer, kv_head) at options.budget, options.prefill and the layer's window
+/// (Workload::window), then simulates it
 /// with RecordedPolicy (trace.policy = `label`). Throws as DecisionsFile::admit and simulate. Cost:
 /// one simulation (simulator.hpp).
 [[nodiscard]] RecordedRun simulate_recorded(const Workload& workload, int layer, int kv_head,

@@ -111,10 +111,16 @@ SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector
   std::vector<std::vector<double>> keys(static_cast<std::size_t>(count));
   std::vector<Candidate> candidates;
   std::vector<int> sizes(static_cast<std::size_t>(count));
-  long long held = 0;  // Σ_h |S^h_{i−1}|
+  std::vector<Token> exits(static_cast<std::size_t>(count));
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
-    const long long excess = held + count - total;
+    // Σ_h |G^h_i| less the tokens that leave the windows at the end of step i: they leave first.
+    long long held = 0;
+    for (int h = 0; h < count; ++h) {
+      held += streams[std::size_t(h)]->size_without_eviction(i);
+      exits[std::size_t(h)] = streams[std::size_t(h)]->window_exit(i);
+    }
+    const long long excess = held - total;
     const bool full = excess > 0;
     std::exception_ptr failure;
 #pragma omp parallel for schedule(static) num_threads(workers) if (count > 1 && workers > 1)
@@ -133,8 +139,10 @@ SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector
     if (full) {
       candidates.clear();
       for (int h = 0; h < count; ++h) {
-        sizes[std::size_t(h)] = int(members[std::size_t(h)].size());
+        const Token exit = exits[std::size_t(h)];  // leaves anyway: no candidate
+        sizes[std::size_t(h)] = int(members[std::size_t(h)].size()) - (exit != kNoEviction ? 1 : 0);
         for (std::size_t e = 0; e < members[std::size_t(h)].size(); ++e) {
+          if (members[std::size_t(h)][e] == exit) continue;
           const double key = keys[std::size_t(h)][e];
           if (std::isnan(key)) {
             throw std::logic_error("eviction policy " + policies[std::size_t(h)]->name() + " ranked a member NaN at step " +
@@ -163,11 +171,9 @@ SharedRun simulate_shared(const std::vector<HeadGroup>& heads, const std::vector
                                  "floor or raise the budget)");
       }
     }
-    held = 0;
     for (int h = 0; h < count; ++h) {
       streams[std::size_t(h)]->leave_window(i);
       run.occupancy(i, h) = streams[std::size_t(h)]->size();
-      held += streams[std::size_t(h)]->size();
     }
   }
   for (auto& stream : streams) stream->finish();

@@ -10,15 +10,14 @@
 /// - Head h holds S^h_{i−1}; query i of head h attends over G^h_i = S^h_{i−1} ∪ {i} with the
 ///   arithmetic and metrics of simulate() (streaming_head.hpp), so one head's step is the same
 ///   bits as in simulate() for the same cache.
-/// - The cache holds at most T entries over all heads after every step. When Σ_h |G^h_i| > T the
+/// - Sliding windows: at step i each windowed head's token i + 1 − W, which query i still sees,
+///   leaves first (not an eviction, as in simulate()); write G'^h_i for G^h_i without it.
+/// - The cache holds at most T entries over all heads after every step. When Σ_h |G'^h_i| > T the
 ///   step is full for every head: each policy ranks its members (EvictionPolicy::rank, after
-///   observing the step as step() would), and the excess E = Σ_h |G^h_i| − T leaves in the order
-///   (key, token, head) ascending, skipping a member whose head would fall below `floor` entries
-///   and members ranked +infinity (never evicted). A head may lose several tokens in one step, or
-///   none. Otherwise nothing leaves.
-/// - Keys of different heads are compared as they are: a scorer whose keys are attention weights
-///   compares heads on one scale, as AdaKV's scorers do.
-/// - Sliding windows drop what the next query cannot see at the end of a step (not an eviction).
+///   observing the step as step() would), and the excess E = Σ_h |G'^h_i| − T leaves in the order
+///   (key, token, head) ascending among the members of the G'^h_i, skipping a member whose head
+///   would fall below `floor` entries and members ranked +infinity (never evicted). A head may
+///   lose several tokens in one step, or none. Otherwise nothing is evicted.
 /// - No prefill: the whole sequence streams.
 /// With floor = k and T = H k every head keeps exactly k after every full step and evicts its own
 /// smallest key: the run is simulate() at budget k, head by head, bit for bit (a test).

@@ -136,22 +136,28 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
         (!kept.empty() && (kept.front() < 0 || kept.back() >= options.prefill))) {
       contract_error(policy, options.prefill - 1, "prefill must keep at most k distinct prompt tokens, ascending");
     }
+    // The tokens step P no longer sees leave with the window first: neither kept nor evicted (so
+    // the cache, its slot order included, depends only on what the rule did with visible tokens).
+    const Token visible = first_visible_key(start, input.window);
     std::size_t next = 0;
     for (Token t = 0; t < options.prefill; ++t) {
-      if (next < kept.size() && kept[next] == t) {
+      const bool keep = next < kept.size() && kept[next] == t;
+      if (keep) ++next;
+      if (t < visible) continue;
+      if (keep) {
         head.admit(t);
-        ++next;
       } else {
         trace.prefill_evicted.push_back(t);
       }
     }
     if (!trace.prefill_evicted.empty()) head.mark_loss();
-    for (Token t = 0; t < first_visible_key(start, input.window); ++t) head.drop(t);  // left the window
     if (options.record_cache) trace.cache[std::size_t(start - 1)] = head.sorted();
   }
 
   for (int i = start; i < n; ++i) {
-    const bool full = head.size() == k;
+    // The token leaving the window leaves first: the step is full only when G_i without it is
+    // still over k (then that token is not in G_i, and the policy evicts one member).
+    const bool full = head.size_without_eviction(i) > k;
     const StepView view = head.arrive(i, full);
     const Token evicted = policy.step(view);
     if (!full) {

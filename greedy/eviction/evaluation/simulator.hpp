@@ -9,13 +9,17 @@
 /// - Prefill (P > k): steps 0..P−1 attend over every earlier token (G_i = {0..i}); after step P−1
 ///   the policy's prefill rule keeps at most k of {0..P−1} and streaming resumes at step P. With
 ///   P ≤ k the prompt streams like any other tokens (nothing would be compressed).
-/// - Sliding windows (HeadGroup::window = W > 0): query i sees keys i − W < j ≤ i only. At the
-///   end of step i (after the policy's eviction, and after the prefill rule at step P − 1) every
-///   token query i + 1 cannot see leaves the cache: the runtime drops it, so it is not an eviction
-///   and takes no budget (StepRecord::evicted stays the policy's choice). Hence |G_i| ≤ W, and a
-///   budget k ≥ W never fills the cache: the run compresses nothing and reports budget n, as
-///   for a policy that does not compress the head. The exact
-///   rows and every metric use the window's mask.
+/// - Sliding windows (HeadGroup::window = W > 0): query i sees keys i − W < j ≤ i only. Token
+///   i + 1 − W, the oldest that query i sees, leaves the cache at step i as a windowed cache drops
+///   it: query i attends over all of G_i (it included), then the token leaves FIRST, and the policy
+///   evicts only when the cache is still over k: step i is full exactly when |G_i| = k + 1 and
+///   i + 1 − W ∉ G_i. The window's drop is not an eviction and takes no budget
+///   (StepRecord::evicted stays the policy's choice); after the prefill rule at step P − 1 every
+///   token step P cannot see leaves the same way. Hence |G_i| ≤ W, every S_i holds
+///   min(k, i + 1 − max(0, i + 2 − W)) tokens in pure streaming (what query i + 1 can see, up to
+///   k), a budget k = W − 1 never evicts (the whole window is kept) and a budget k ≥ W compresses
+///   nothing: the run reports budget n, as for a policy that does not compress the head. The
+///   exact rows and every metric use the window's mask.
 /// - Teacher forcing: Q, K and V are fixed inputs; eviction in one layer does not change the
 ///   inputs of later layers or later queries.
 /// - Metrics of step i for query head h, with a the exact causal row over {0..i}:
@@ -115,7 +119,8 @@ struct Trace {
   /// Per step and query head, row-major [step][head] (n × g); empty without metrics.
   std::vector<double> head_retained_mass;
   std::vector<double> head_output_error;
-  /// Tokens the prefill rule dropped at the end of step P−1, ascending (empty without prefill).
+  /// Tokens the prefill rule dropped at the end of step P−1, ascending (empty without prefill);
+  /// on a windowed layer only those step P still sees (the others leave with the window first).
   std::vector<Token> prefill_evicted;
   /// S_i ascending for i = 0..n−1 when SimulationOptions::record_cache, else empty.
   std::vector<std::vector<Token>> cache;

@@ -38,6 +38,10 @@ bool DenseCache::remove(Token t) {
   return true;
 }
 
+bool DenseCache::holds(Token t) const {
+  return std::find(tokens.begin(), tokens.begin() + size, t) != tokens.begin() + size;
+}
+
 std::vector<Token> DenseCache::sorted() const {
   std::vector<Token> s(tokens.begin(), tokens.begin() + size);
   std::sort(s.begin(), s.end());
@@ -238,8 +242,15 @@ StepView StreamingHead::arrive(int i, bool full) {
                   std::span<const double>(attention_.data(), std::size_t(m) * g), g};
 }
 
+Token StreamingHead::window_exit(int i) const {
+  if (input_.window == 0) return kNoEviction;
+  const Token t = i + 1 - input_.window;  // W = 1: token i itself, which no later query sees
+  return t >= 0 && (t == i || cache_.holds(t)) ? t : kNoEviction;
+}
+
 void StreamingHead::leave_window(int i) {
-  if (input_.window > 0 && i + 1 - input_.window >= 0) cache_.remove(i + 1 - input_.window);
+  const Token t = window_exit(i);
+  if (t != kNoEviction) cache_.remove(t);
 }
 
 }  // namespace subevict::greedy

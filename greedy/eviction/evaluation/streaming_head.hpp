@@ -32,6 +32,8 @@ struct DenseCache {
   void push(const HeadGroup& in, Token t);
   /// Removes token t; returns false when t is not an entry.
   bool remove(Token t);
+  /// True when token t is an entry. O(size).
+  [[nodiscard]] bool holds(Token t) const;
   [[nodiscard]] std::vector<Token> sorted() const;
 };
 
@@ -72,8 +74,6 @@ class StreamingHead {
   /// Takes token t out of the cache and marks that the cache has lost a token (later steps compute
   /// their retained mass instead of taking 1). Returns false when t is not an entry.
   bool evict(Token t);
-  /// Takes token t out without marking a loss (it left a sliding window). False when absent.
-  bool drop(Token t) { return cache_.remove(t); }
   /// Marks a loss that happened outside evict() (the prefill rule's drops).
   void mark_loss() { lost_ = true; }
   [[nodiscard]] int size() const { return cache_.size; }
@@ -84,8 +84,20 @@ class StreamingHead {
   /// until the next call that changes the cache.
   [[nodiscard]] StepView arrive(int i, bool full);
 
-  /// End of step i: the token that query i + 1 no longer sees leaves (sliding window; not an
-  /// eviction).
+  /// The member of G_i = S_{i−1} ∪ {i} that leaves the sliding window at the end of step i: token
+  /// i + 1 − W, the oldest key query i sees and the first query i + 1 does not; kNoEviction on a
+  /// global layer, before step W − 1, or when the cache no longer holds it. The same before and
+  /// after arrive(i).
+  [[nodiscard]] Token window_exit(int i) const;
+
+  /// |S_i| if step i evicts nothing: |G_i| less window_exit(i), which leaves first (it takes no
+  /// budget; docs/eviction.md "Sliding windows"). Step i must evict exactly when this exceeds the
+  /// budget. Call before arrive(i).
+  [[nodiscard]] int size_without_eviction(int i) const {
+    return cache_.size + 1 - (window_exit(i) != kNoEviction ? 1 : 0);
+  }
+
+  /// End of step i: window_exit(i) leaves (sliding window; not an eviction).
   void leave_window(int i);
 
   /// Writes the output errors of the steps that arrived in the current block into the trace. Call

@@ -14,26 +14,25 @@ void RecordedPolicy::reset(const PolicyContext& context) {
     throw InputError(source_, "tokens", "a record of n = " + std::to_string(context.tokens) + " tokens (the run's)",
                      std::to_string(last_step_.size()) + " tokens");
   }
-  if (context.input != nullptr && context.input->window > 0) {
-    throw InputError(source_, "layer " + std::to_string(context.input->layer),
-                     "a layer with global attention (recorded decisions follow the process rules of a "
-                     "global layer; on a sliding-window layer tokens also leave without an eviction)",
-                     "a window of " + std::to_string(context.input->window) + " keys");
-  }
-  // Validation only: an exact admission returns the schedule unchanged.
-  (void)admit_last_step(last_step_, context.budget, context.prefill, ScheduleAdmission::kExact, source_);
+  const int window = context.input != nullptr ? context.input->window : 0;
+  // An exact admission returns the schedule unchanged but for the window's end of every stay.
+  schedule_ = admit_last_step(last_step_, context.budget, context.prefill, ScheduleAdmission::kExact, source_,
+                              window).last_step;
   prefill_ = context.prefill > context.budget ? context.prefill : 0;
-  evicted_at_step_.assign(last_step_.size(), kNoEviction);
-  for (std::size_t j = 0; j < last_step_.size(); ++j) {
-    const int step = last_step_[j] + 1;
-    if (step < int(last_step_.size()) && step >= prefill_) evicted_at_step_[std::size_t(step)] = Token(j);
+  evicted_at_step_.assign(schedule_.size(), kNoEviction);
+  for (std::size_t j = 0; j < schedule_.size(); ++j) {
+    const int step = schedule_[j] + 1;
+    const bool left_window = window > 0 && step == int(j) + window - 1;  // not an eviction
+    if (step < int(schedule_.size()) && step >= prefill_ && !left_window) {
+      evicted_at_step_[std::size_t(step)] = Token(j);
+    }
   }
 }
 
 std::vector<Token> RecordedPolicy::prefill() {
   std::vector<Token> kept;
   for (int j = 0; j < prefill_; ++j) {
-    if (last_step_[std::size_t(j)] >= prefill_ - 1) kept.push_back(j);
+    if (schedule_[std::size_t(j)] >= prefill_ - 1) kept.push_back(j);
   }
   return kept;
 }

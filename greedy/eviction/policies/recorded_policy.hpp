@@ -18,6 +18,8 @@ namespace subevict::greedy {
 /// budget and prefill with ScheduleAdmission::kExact, so a schedule that is not a process schedule
 /// of exactly that run is rejected with InputError(source, "step i", ...) naming the first bad
 /// step, before any step runs; the simulator's own contract checks then apply as to any policy.
+/// On a sliding-window layer the schedule is admitted with the window (recorded_schedule.hpp): a
+/// token whose stay ends at step j + W − 1 left the window, not the policy's cache.
 /// Prefill (P > k): keeps the prompt tokens with t_j ≥ P − 1. Streaming step i, when full: evicts
 /// the token with t_j = i − 1. Not an oracle (its origin is unknown; label it yourself).
 class RecordedPolicy final : public EvictionPolicy {
@@ -28,7 +30,8 @@ class RecordedPolicy final : public EvictionPolicy {
 
   [[nodiscard]] std::string name() const override { return label_; }
   /// Throws InputError(source, "tokens", ...) when the run has another n than the record, and as
-  /// admit_last_step for a schedule that breaks the process rules at the run's budget and prefill.
+  /// admit_last_step for a schedule that breaks the process rules at the run's budget, prefill and
+  /// window.
   void reset(const PolicyContext& context) override;
   [[nodiscard]] std::vector<Token> prefill() override;
   [[nodiscard]] Token step(const StepView& view) override;
@@ -36,7 +39,8 @@ class RecordedPolicy final : public EvictionPolicy {
  private:
   std::string label_;
   std::string source_;
-  std::vector<int> last_step_;
+  std::vector<int> last_step_;         // as recorded
+  std::vector<int> schedule_;          // as admitted for the run (a window ends every stay)
   std::vector<Token> evicted_at_step_;  // the token with t_j = i − 1, or kNoEviction
   int prefill_ = 0;
 };

@@ -144,19 +144,37 @@ std::vector<int> drop_outside_window(std::vector<int> last_step, int window) {
   return last_step;
 }
 
-bool is_process_schedule(const std::vector<int>& last_step, int budget) {
-  if (!is_feasible_schedule(last_step, budget)) return false;
-  const std::vector<int> sizes = cache_sizes(last_step);
-  for (int i = 0; i < static_cast<int>(sizes.size()); ++i) {
-    if (sizes[i] != std::min(i + 1, budget)) return false;
+namespace {
+
+/// True when no t_j outlives its window (t_j ≤ j + W − 2); always for window 0.
+bool within_window(const std::vector<int>& last_step, int window) {
+  for (int j = 0; window > 0 && j < static_cast<int>(last_step.size()); ++j) {
+    if (last_step[j] > j + window - 2) return false;
   }
   return true;
 }
 
-std::vector<int> to_process_schedule(const std::vector<int>& last_step, int budget) {
+}  // namespace
+
+bool is_process_schedule(const std::vector<int>& last_step, int budget, int window) {
+  if (window < 0) throw std::invalid_argument("is_process_schedule: window must be >= 0");
+  if (!is_feasible_schedule(last_step, budget) || !within_window(last_step, window)) return false;
+  const std::vector<int> sizes = cache_sizes(last_step);
+  for (int i = 0; i < static_cast<int>(sizes.size()); ++i) {
+    if (sizes[i] != std::min(i + 1 - first_visible_key(i + 1, window), budget)) return false;
+  }
+  return true;
+}
+
+std::vector<int> to_process_schedule(const std::vector<int>& last_step, int budget, int window) {
+  if (window < 0) throw std::invalid_argument("to_process_schedule: window must be >= 0");
   if (!is_feasible_schedule(last_step, budget)) {
     throw std::invalid_argument("to_process_schedule: the schedule exceeds the budget " +
                                 std::to_string(budget) + " or has a step outside its range");
+  }
+  if (!within_window(last_step, window)) {
+    throw std::invalid_argument("to_process_schedule: a token outlives the window of " + std::to_string(window) +
+                                " keys (apply drop_outside_window first)");
   }
   const int n = static_cast<int>(last_step.size());
   std::vector<int> out(n);
@@ -164,6 +182,8 @@ std::vector<int> to_process_schedule(const std::vector<int>& last_step, int budg
   std::set<std::pair<int, int>> cache;
   for (int i = 0; i < n; ++i) {
     cache.emplace(last_step[i], i);
+    const int exit = window > 0 ? i + 1 - window : -1;  // leaves the window first: not an eviction
+    if (exit >= 0 && cache.erase({last_step[exit], exit}) > 0) out[exit] = i - 1;
     if (static_cast<int>(cache.size()) > budget) {
       const auto victim = cache.begin();
       out[victim->second] = i - 1;

@@ -104,16 +104,21 @@ std::vector<int> drop_outside_window(std::vector<int> last_step, int window);
 /// True when `last_step` follows the process rules of theory.md §2 exactly: feasible, and
 /// |S_i| = min(i + 1, budget) at every step (nothing evicted while the cache is not full; once
 /// full exactly one token of G_i leaves per step). O(n).
-bool is_process_schedule(const std::vector<int>& last_step, int budget);
+/// With a sliding window of `window` keys (> 0) token i + 1 − W leaves at step i first, without
+/// an eviction (simulator.hpp), so the rules are: t_j ≤ j + W − 2 and |S_i| = min(v_i, budget),
+/// v_i = i + 1 − max(0, i + 2 − W) the arrived tokens query i + 1 sees.
+bool is_process_schedule(const std::vector<int>& last_step, int budget, int window = 0);
 
 /// A process schedule (is_process_schedule) that keeps every token at least as long as the
 /// feasible schedule `last_step` does (S'_i ⊇ S_i at every step, so its step masses are ≥ for
 /// any gains ≥ 0): S'_{i} = G'_i while |G'_i| ≤ budget, else G'_i minus its token with the
 /// earliest t_j (ties: lowest index), which is never in S_i. This is why the flow relaxation
 /// (caches at most `budget`, any number of evictions per step) and the process have the same
-/// optimum. Precondition: is_feasible_schedule(last_step, budget) (std::invalid_argument).
-/// O(n log budget).
-std::vector<int> to_process_schedule(const std::vector<int>& last_step, int budget);
+/// optimum. With a sliding window of `window` keys (> 0), G'_i first loses token i + 1 − W (it
+/// leaves the window, not an eviction), and `last_step` must already end there (t_j ≤ j + W − 2,
+/// drop_outside_window). Precondition: is_feasible_schedule(last_step, budget) and that bound
+/// (std::invalid_argument). O(n log budget).
+std::vector<int> to_process_schedule(const std::vector<int>& last_step, int budget, int window = 0);
 
 /// The result for n = 0 tokens: optimal, value and upper bound 0, empty schedule.
 ScheduleSummary empty_schedule_summary();

@@ -17,6 +17,13 @@
 /// evicted at most once); |S_i| ≤ k; and, for a process schedule, nothing is evicted while
 /// |S_{i−1}| < k and exactly one member of G_i is evicted once |S_{i−1}| = k. With P > k, steps
 /// 0..P−2 evict nothing and step P−1 (the prefill rule) may evict any number, leaving ≤ k.
+///
+/// On a sliding-window layer of W keys (window > 0; simulator.hpp) token i + 1 − W leaves at step
+/// i without an eviction, and it leaves first: whatever the record says, a token's stay ends at
+/// step j + W − 1 (e_j = min(e_j, j + W − 1); a keep mask's entries for tokens query i + 1 cannot
+/// see are read as 0), and the process rule is "evict nothing while |G_i| less that token is at
+/// most k, exactly one member once it is k + 1"; when the token was still cached at step i, the
+/// step evicts nothing (as a windowed cache runs it).
 /// Errors are InputError(source, "step i", ...) naming the FIRST step at which a rule breaks (or
 /// "token j" for an eviction step that is no step at all, outside [0, n]).
 
@@ -55,9 +62,10 @@ struct AdmittedSchedule {
 /// of the file comment in step order and throws InputError(source, ...) for the first breach
 /// ("token j" for e_j outside [0, n], "step i" otherwise), or InputError(source, "budget" /
 /// "prefill" / "admission", ...) for k < 1, P outside [0, n], or kToProcess with P > k. O(n).
+/// `window` is the layer's (0: global); InputError(source, "window", ...) when < 0.
 [[nodiscard]] AdmittedSchedule admit_eviction_steps(std::span<const std::int64_t> evicted_at, int budget,
                                                     int prefill, ScheduleAdmission admission,
-                                                    const std::string& source);
+                                                    const std::string& source, int window = 0);
 
 /// Admits a keep mask of `tokens` × `tokens` entries (row-major, row i = S_i) as
 /// admit_eviction_steps does; also throws InputError(source, "step i", ...) for an entry other
@@ -65,11 +73,12 @@ struct AdmittedSchedule {
 /// eviction, and InputError(source, "shape", ...) when mask.size() ≠ tokens². O(n²).
 [[nodiscard]] AdmittedSchedule admit_keep_mask(std::span<const std::uint8_t> mask, int tokens, int budget,
                                                int prefill, ScheduleAdmission admission,
-                                               const std::string& source);
+                                               const std::string& source, int window = 0);
 
 /// Admits a schedule t_j (cache_schedule.hpp convention) as admit_eviction_steps(t_j + 1).
 [[nodiscard]] AdmittedSchedule admit_last_step(const std::vector<int>& last_step, int budget, int prefill,
-                                               ScheduleAdmission admission, const std::string& source);
+                                               ScheduleAdmission admission, const std::string& source,
+                                               int window = 0);
 
 /// e_j = t_j + 1 for a schedule t_j ∈ [j − 1, n − 1] (n for a token never evicted). Throws
 /// std::invalid_argument for t_j outside that range. O(n).

@@ -113,7 +113,7 @@ Trace run_blocks(const HeadGroup& group, int k, int block_steps, int threads) {
   const std::vector<ExactRows> exact = group_exact_rows(group);
   StreamingHead head(group, k + 1, true, exact, GroupAggregation::kSum, trace, block_steps, threads);
   for (int i = 0; i < n; ++i) {
-    const bool full = head.size() == k;
+    const bool full = head.size_without_eviction(i) > k;
     const Token evicted = policy->step(head.arrive(i, full));
     if (full) {
       EXPECT_TRUE(head.evict(evicted));

@@ -1,7 +1,8 @@
 // Tests the eviction process on sliding-window layers (greedy/eviction/evaluation/simulator.hpp,
-// HeadGroup::window): a token leaves every cache once no later query sees it, policies only ever
-// see the window, a budget k >= W compresses nothing, the metrics and the optimum use the
-// window's mask. References are independent: the windowed attention by plain loops (log-sum-exp
+// HeadGroup::window): a token leaves every cache once no later query sees it, and leaves before
+// the policy is asked (a budget W - 1 keeps the whole window, no step holds fewer than
+// min(k, visible) tokens), policies only ever see the window, a budget k >= W compresses
+// nothing, the metrics and the optimum use the window's mask. References are independent: the windowed attention by plain loops (log-sum-exp
 // over the window), the optimum by exhaustive dynamic programming over cache states (cache_dp).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -67,6 +68,16 @@ class WatchingPolicy final : public EvictionPolicy {
   }
 };
 
+/// Parameters under which every registered policy runs at any budget k >= 2.
+PolicyParams small_budget_params() {
+  PolicyParams params;
+  params.sinks = 1;
+  params.observation_window = 1;
+  params.sink_size_start = 1;
+  params.sink_size_end = 0;
+  return params;
+}
+
 RC_GTEST_PROP(SlidingWindow, CachesHoldOnlyWhatTheNextQuerySeesAndEvictOncePerFullStep, ()) {
   naive::Instance in = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), *rc::gen::inRange(2, 41),
                                               *rc::gen::inRange(1, 6), *rc::gen::inRange(1, 4), 2.0);
@@ -76,13 +87,8 @@ RC_GTEST_PROP(SlidingWindow, CachesHoldOnlyWhatTheNextQuerySeesAndEvictOncePerFu
   options.budget = *rc::gen::inRange(2, in.n + 1);  // streamingllm keeps 1 sink < k
   options.prefill = *rc::gen::element(0, *rc::gen::inRange(0, in.n + 1));
   options.record_cache = true;
-  PolicyParams params;
-  params.sinks = 1;
-  params.observation_window = 1;
-  params.sink_size_start = 1;
-  params.sink_size_end = 0;
   for (const std::string& name : policy_names()) {
-    auto policy = make_policy(name, params);
+    auto policy = make_policy(name, small_budget_params());
     const Trace trace = simulate(group, *policy, options);
     const bool compresses = options.budget < group.window;
     RC_ASSERT(trace.window == group.window);
@@ -98,14 +104,14 @@ RC_GTEST_PROP(SlidingWindow, CachesHoldOnlyWhatTheNextQuerySeesAndEvictOncePerFu
         std::vector<int> g_i = previous;
         g_i.push_back(i);
         RC_ASSERT(std::includes(g_i.begin(), g_i.end(), s.begin(), s.end()));
-        const bool full = int(previous.size()) == k;
-        const int expired = (i + 1 - group.window >= 0 &&
-                             std::binary_search(g_i.begin(), g_i.end(), i + 1 - group.window) &&
-                             trace.steps[std::size_t(i)].evicted != i + 1 - group.window)
-                                ? 1
-                                : 0;
+        // The token leaving the window leaves first; the policy evicts only while G_i is still
+        // over k without it.
+        const int expired =
+            i + 1 - group.window >= 0 && std::binary_search(g_i.begin(), g_i.end(), i + 1 - group.window) ? 1 : 0;
+        const bool full = int(g_i.size()) - expired > k;
         // Exactly the policy's eviction (when full) and the token leaving the window go.
         RC_ASSERT(int(g_i.size() - s.size()) == (full ? 1 : 0) + expired);
+        if (full) RC_ASSERT(trace.steps[std::size_t(i)].evicted != i + 1 - group.window);
         RC_ASSERT((trace.steps[std::size_t(i)].evicted != kNoEviction) == full);
         if (!compresses) RC_ASSERT(!full);
       }
@@ -189,9 +195,62 @@ RC_GTEST_PROP(SlidingWindow, OptimumEqualsExhaustiveSearchOnWindowedGainsAndBoun
     if (t.budget == budget) RC_ASSERT(t.total_retained_mass() <= e.optimum.value + tol);  // l2norm skips layer 0
     if (budget < n) RC_ASSERT((t.budget == budget) == (budget < window && t.policy != "l2norm"));
   }
-  if (budget >= window) RC_ASSERT(near(e.optimum.value, 2.0 * n, tol));  // every step keeps its whole window
+  RC_ASSERT(e.has_oracle);
+  RC_ASSERT(e.optimum.value <= e.oracle.total + tol);  // the step oracle bounds the windowed process too
+  if (budget >= window - 1) {
+    // A cache of W − 1 holds the whole window: the token leaving it frees its slot for the next,
+    // in the optimum, the oracle and every policy alike.
+    RC_ASSERT(near(e.optimum.value, 2.0 * n, tol));
+    RC_ASSERT(near(e.oracle.total, 2.0 * n, tol));
+    for (const Trace& t : e.traces) RC_ASSERT(near(t.total_retained_mass(), 2.0 * n, tol));
+  }
   // The optimum's schedule drops every token once it leaves the window.
   for (int j = 0; j < n; ++j) RC_ASSERT(e.optimum.last_step[std::size_t(j)] <= j + window - 2);
+}
+
+RC_GTEST_PROP(SlidingWindow, EveryPolicyKeepsTheWholeWindowAtABudgetOfWMinusOne, ()) {
+  // A windowed cache of W − 1 entries never needs to evict: at every step the token query i + 1
+  // no longer sees makes room for token i + 1. Every policy, window-aware or not, keeps mass 1.
+  const naive::Instance in = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30),
+                                                    *rc::gen::inRange(3, 41), *rc::gen::inRange(1, 6),
+                                                    *rc::gen::inRange(1, 4), 2.0);
+  HeadGroup group = in.group();
+  group.layer = 2;  // l2norm compresses from layer 2 on
+  group.window = *rc::gen::inRange(3, in.n + 1);
+  SimulationOptions options;
+  options.budget = group.window - 1;
+  for (const std::string& name : policy_names()) {
+    auto policy = make_policy(name, small_budget_params());
+    const Trace trace = simulate(group, *policy, options);
+    RC_ASSERT(trace.budget == options.budget);
+    for (int i = 0; i < in.n; ++i) {
+      RC_ASSERT(trace.steps[std::size_t(i)].evicted == kNoEviction);
+      RC_ASSERT(trace.steps[std::size_t(i)].retained_mass == 1.0);
+    }
+    RC_ASSERT(trace.total_retained_mass() == double(in.n) * in.g);
+  }
+}
+
+RC_GTEST_PROP(SlidingWindow, NoStepHoldsFewerThanTheBudgetOrWhatTheNextQuerySees, ()) {
+  // Pure streaming: after step i the cache holds exactly min(k, v_i) tokens, v_i the arrived
+  // tokens query i + 1 sees. Fewer would be a slot lost to the window's drop.
+  const naive::Instance in = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30),
+                                                    *rc::gen::inRange(2, 41), *rc::gen::inRange(1, 6),
+                                                    *rc::gen::inRange(1, 4), 2.0);
+  HeadGroup group = in.group();
+  group.layer = 2;
+  group.window = *rc::gen::element(0, *rc::gen::inRange(1, in.n + 2));
+  SimulationOptions options;
+  options.budget = *rc::gen::inRange(2, in.n + 1);
+  options.record_cache = true;
+  for (const std::string& name : policy_names()) {
+    auto policy = make_policy(name, small_budget_params());
+    const Trace trace = simulate(group, *policy, options);
+    for (int i = 0; i < in.n; ++i) {
+      const int visible = i + 1 - first_visible_key(i + 1, group.window);
+      RC_ASSERT(int(trace.cache[std::size_t(i)].size()) == std::min(trace.budget, visible));
+    }
+  }
 }
 
 TEST(SlidingWindow, WindowAsLongAsTheSequenceChangesNothing) {

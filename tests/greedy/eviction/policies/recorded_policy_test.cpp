@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,8 @@ RC_GTEST_PROP(RecordedPolicy, ReplayReproducesEveryPolicyExactly, ()) {
   const int n = *rc::gen::inRange(1, 40);
   const naive::Instance in = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), n,
                                                     *rc::gen::inRange(1, 9), *rc::gen::inRange(1, 4), 2.0);
-  const HeadGroup group = in.group();
+  HeadGroup group = in.group();
+  group.window = *rc::gen::element(0, *rc::gen::inRange(1, n + 2));  // global, or a sliding window
   SimulationOptions options;
   options.budget = *rc::gen::inRange(6, 14);  // room for the parameters below
   options.prefill = *rc::gen::element(0, *rc::gen::inRange(0, n + 1));
@@ -59,8 +62,11 @@ RC_GTEST_PROP(RecordedPolicy, ReplayReproducesEveryPolicyExactly, ()) {
     // Through the exported form: eviction steps, admitted back.
     const AdmittedSchedule admitted =
         admit_eviction_steps(eviction_steps(original.last_step()), replay.budget, replay.prefill,
-                             ScheduleAdmission::kExact, name);
+                             ScheduleAdmission::kExact, name, group.window);
     RC_ASSERT(admitted.last_step == original.last_step());
+    if (replay.prefill <= replay.budget) {  // pure streaming: the process rules, window included
+      RC_ASSERT(is_process_schedule(original.last_step(), replay.budget, group.window));
+    }
     RecordedPolicy recorded("recorded:" + name, admitted.last_step, name);
     const Trace again = simulate(group, recorded, replay);
     RC_ASSERT(again.policy == "recorded:" + name);
@@ -73,6 +79,70 @@ RC_GTEST_PROP(RecordedPolicy, ReplayReproducesEveryPolicyExactly, ()) {
     RC_ASSERT(again.prefill_evicted == original.prefill_evicted);
     RC_ASSERT(again.total_retained_mass() == original.total_retained_mass());
   }
+}
+
+TEST(RecordedPolicy, OptimumOfAWindowedLayerReplaysToOpt) {
+  // The optimum frees a slot when a token leaves the window (its gains end there); the process
+  // form of its schedule with the window (the token leaves first, then at most one eviction) is
+  // a schedule of the simulator's process and replays to OPT.
+  for (const int window : {5, 9, 20}) {
+    for (const int k : {1, 4, window - 1}) {
+      const naive::Instance in = naive::random_instance(17 + std::uint64_t(k * window), 60, 8, 2, 4.0);
+      HeadGroup group = in.group();
+      group.window = window;
+      const Eigen::MatrixXd gains = gain_matrix(group);
+      OfflineOptimumOptions raw;
+      raw.process_form = false;
+      const ScheduleSummary opt = offline_optimum(gains, k, raw);
+      ASSERT_EQ(opt.status, ScheduleStatus::kOptimal);
+      const std::vector<int> schedule = to_process_schedule(drop_outside_window(opt.last_step, window), k, window);
+      ASSERT_TRUE(is_process_schedule(schedule, k, window)) << "W " << window << " k " << k;
+      SimulationOptions options;
+      options.budget = k;
+      RecordedPolicy recorded("recorded:OPT", schedule, "opt.npy");
+      const Trace trace = simulate(group, recorded, options);
+      EXPECT_EQ(trace.last_step(), schedule);
+      EXPECT_NEAR(trace.total_retained_mass(), opt.value, 1e-12 * double(in.n) * in.g) << "W " << window << " k " << k;
+      if (k == window - 1) EXPECT_NEAR(opt.value, double(in.n) * in.g, 1e-12 * double(in.n) * in.g);
+    }
+  }
+}
+
+TEST(RecordedPolicy, AWindowedRecordEvictsNothingWhereTheWindowMadeRoom) {
+  // W = 4, k = 2, n = 8, worked by hand: steps 2, 4 and 6 are full (G_i holds 3 and token i - 3
+  // is not among them) and evict 1, 3 and 5; at steps 3, 5 and 7 tokens 0, 2 and 4 leave the
+  // window, which makes the room: those steps evict nothing. The record writes n (never evicted)
+  // for the tokens only the window dropped.
+  const std::vector<std::int64_t> steps = {8, 2, 8, 4, 8, 6, 8, 8};
+  const std::vector<int> expected = {2, 1, 4, 3, 6, 5, 7, 7};
+  EXPECT_EQ(admit_eviction_steps(steps, 2, 0, ScheduleAdmission::kExact, "x.npy", 4).last_step, expected);
+  EXPECT_EQ(admit_keep_mask(keep_mask(expected), 8, 2, 0, ScheduleAdmission::kExact, "x.npy", 4).last_step, expected);
+  EXPECT_TRUE(is_process_schedule(expected, 2, 4));
+  const naive::Instance in = naive::random_instance(5, 8, 4, 1, 2.0);
+  HeadGroup group = in.group();
+  group.window = 4;
+  SimulationOptions options;
+  options.budget = 2;
+  std::vector<int> as_recorded(steps.size());
+  for (std::size_t j = 0; j < steps.size(); ++j) as_recorded[j] = int(steps[j]) - 1;
+  RecordedPolicy replay("recorded:x", as_recorded, "x.npy");
+  const Trace trace = simulate(group, replay, options);
+  EXPECT_EQ(trace.last_step(), expected);
+  for (int i : {3, 5, 7}) EXPECT_EQ(trace.steps[std::size_t(i)].evicted, kNoEviction) << i;
+  // Evicting token 2 at step 3, where token 0 left the window, is refused.
+  std::vector<std::int64_t> extra = steps;
+  extra[2] = 3;
+  try {
+    (void)admit_eviction_steps(extra, 2, 0, ScheduleAdmission::kExact, "x.npy", 4);
+    FAIL() << "an eviction where the window made room was admitted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("step 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("left the window"), std::string::npos) << e.what();
+  }
+  // k = 3 = W - 1: nothing is ever evicted; the window alone empties the cache.
+  const AdmittedSchedule whole =
+      admit_eviction_steps(std::vector<std::int64_t>(8, 8), 3, 0, ScheduleAdmission::kExact, "x.npy", 4);
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(whole.last_step[std::size_t(j)], std::min(j + 2, 7)) << j;
 }
 
 TEST(RecordedPolicy, H2oTraceReplaysBitForBit) {
