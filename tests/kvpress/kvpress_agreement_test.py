@@ -1,5 +1,5 @@
 """subevict's policies with kvpress's names against kvpress 0.5.5's own `score()` code
-(tests/kvpress/kvpress_wheel.py runs its wheel under Debian's torch), at the first full step: the
+(scripts/kvpress_wheel.py runs its wheel under Debian's torch), at the first full step: the
 workload's tokens 0..k are G_k, a prefill of k + 1 tokens to kvpress, whose press keeps the top k
 of its scores; subevict's policy evicts one member of G_k at step k. Random Q, K, V (several seeds,
 shapes with GQA, float32); the workload runs longer than k + 1 tokens so that a decision at step k
@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.dont_write_bytecode = True  # leave no __pycache__ in scripts/
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import kvpress_wheel  # noqa: E402
 
 subevict = pytest.importorskip("subevict")

@@ -6,8 +6,8 @@ its wheel). With the pre-RoPE tensors subevict must evict what kvpress evicts wh
 the same thing; without them (the post-RoPE approximation) it does not, so the test fails when the
 scorers ignore the pre-RoPE tensors.
 
-Needs kvpress's wheel: SUBEVICT_KVPRESS_WHEEL, else build/kvpress/kvpress-0.5.5-py3-none-any.whl
-(`pip download kvpress==0.5.5 --no-deps -d build/kvpress`); skipped, with the reason, without it.
+kvpress's wheel is fetched once into .cache/kvpress/ by scripts/kvpress_wheel.py (as tests/kvpress
+does); skipped, with the reason, where it cannot be fetched or imported.
 Run with the project's venv: .venv/bin/python -m pytest -q tests/models/prerope_agreement_test.py
 """
 
@@ -22,11 +22,10 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "scripts"))
 
 import export_qkv  # noqa: E402
+import kvpress_wheel  # noqa: E402
 import prerope_agreement  # noqa: E402
 import tiny_llama  # noqa: E402
 
-WHEEL = os.environ.get("SUBEVICT_KVPRESS_WHEEL",
-                       os.path.join(ROOT, "build", "kvpress", "kvpress-0.5.5-py3-none-any.whl"))
 TEXT = ("Attention sinks, heavy hitters and what to evict: a cache that keeps the keys a query "
         "will need and drops the rest, step after step, as the text goes on and on.")
 BUDGETS = [24, 48, 80, 120]
@@ -34,17 +33,18 @@ BUDGETS = [24, 48, 80, 120]
 
 @pytest.fixture(scope="module")
 def agreement(tmp_path_factory):
-    if not os.path.isfile(WHEEL):
-        pytest.skip(f"kvpress's wheel is not at {WHEEL} (set SUBEVICT_KVPRESS_WHEEL or pip download "
-                    "kvpress==0.5.5 --no-deps -d build/kvpress)")
-    pytest.importorskip("transformers", reason="kvpress's scorers import transformers")
+    try:
+        kvpress_wheel.load()
+    except kvpress_wheel.Unavailable as e:
+        pytest.skip(f"kvpress's wheel cannot be loaded: {e}")
+    pytest.importorskip("transformers", reason="the tiny model is a transformers Llama")
     out = str(tmp_path_factory.mktemp("prerope") / "tiny.safetensors")
     model = tiny_llama.build_tiny_llama(seed=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                         head_dim=16, num_hidden_layers=3, rope_theta=500.0,
                                         max_position_embeddings=256)
     loader = lambda *args: (model, tiny_llama.TinyTokenizer())  # noqa: E731
     assert export_qkv.main(["--model", "tiny", "--text", TEXT, "-o", out], loader=loader) == 0
-    result = prerope_agreement.measure(out, WHEEL, BUDGETS)
+    result = prerope_agreement.measure(out, BUDGETS)
     print("\nagreement with kvpress (post-RoPE, pre-RoPE):",
           {s: (result["agreement"]["post"][s], result["agreement"]["pre"][s])
            for s in prerope_agreement.SCORERS}, file=sys.stderr)

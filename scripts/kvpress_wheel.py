@@ -1,5 +1,5 @@
 """kvpress's own scoring code, run on explicit Q, K and V: the reference that subevict's policies with
-kvpress's names are compared with (tests/kvpress/).
+kvpress's names are compared with (tests/kvpress/, scripts/prerope_agreement.py).
 
 kvpress 0.5.5's wheel is fetched once with pip (`pip download kvpress==0.5.5 --no-deps`) into
 `.cache/kvpress/` at the repository root (ignored by git; $SUBEVICT_KVPRESS_CACHE overrides it) and
@@ -29,7 +29,7 @@ import zipfile
 from pathlib import Path
 
 VERSION = "0.5.5"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Unavailable(RuntimeError):
