@@ -85,7 +85,8 @@ def main(argv=None):
         result = subevict.closed_loop(model, ids, args.policies, budgets, layers, seed=args.seed,
                                        workers=args.workers)
     except (UsageError, models.ModelError, subevict.InputError) as error:
-        print(f"closed_loop: error: {error}", file=sys.stderr)
+        message = str(error).removeprefix("closed_loop: ")  # the library's errors name their source
+        print(f"closed_loop: error: {message}", file=sys.stderr)
         return 2
     settings = {
         "model": str(models.field(reader, "general.name", os.path.basename(args.gguf),
