@@ -60,18 +60,26 @@ def _check(task, length, depth, seed):
         raise TaskError(f"seed: expected an int >= 0, got {seed!r}")
 
 
-def generate(task, tokenizer, length, depth, seed, haystack=None):
+def generate(task, tokenizer, length, depth, seed, haystack=None, limit=None):
     """The Sample of `task` whose prompt is at most `length` tokens of `tokenizer` (BOS included
     when the tokenizer has bos_id), as close as whole haystack sentences allow, with its needle at
     `depth` (the share of the haystack's tokens before it, within one sentence). haystack: a name
-    of haystack_names(), several joined by '+' or a list (default: the task's, TASKS)."""
+    of haystack_names(), several joined by '+' or a list (default: the task's, TASKS). limit: the
+    most tokens the prompt and its answer may take together (a model's context); TaskError when
+    the length exceeds it or the answer does not fit after the prompt."""
     _check(task, length, depth, seed)
+    if limit is not None and length > limit:
+        raise TaskError(f"length {length}: beyond the model's context of {limit} tokens")
     module, default = TASKS[task]
     stack = haystacks.load(default if haystack is None else haystack)
     encode = Encoder(tokenizer)
     rng = random.Random(f"subevict.tasks:{task}:{stack.name}:{seed}")
     layout = module.layout(task, rng, stack, float(depth), length)
     fitted = fit(layout, encode, length, task)
+    if limit is not None and len(fitted.ids) + len(fitted.answer_ids) > limit:
+        raise TaskError(f"length {length}: the answer of {task} ({len(fitted.answer_ids)} tokens) "
+                        f"does not fit after the {len(fitted.ids)}-token prompt within the "
+                        f"model's context of {limit} tokens")
     from ..models.tokenizer import token_ids_sha256
     import numpy as np
 
@@ -84,9 +92,10 @@ def generate(task, tokenizer, length, depth, seed, haystack=None):
                   details=dict(layout.details, sentences=fitted.sentences))
 
 
-def samples(task, tokenizer, length, depth, count, seed=0, haystack=None):
+def samples(task, tokenizer, length, depth, count, seed=0, haystack=None, limit=None):
     """`count` samples of generate with seeds seed, seed + 1, ... (TaskError when count < 1)."""
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise TaskError(f"samples: expected an int >= 1, got {count!r}")
     _check(task, length, depth, seed)
-    return [generate(task, tokenizer, length, depth, seed + i, haystack) for i in range(count)]
+    return [generate(task, tokenizer, length, depth, seed + i, haystack, limit)
+            for i in range(count)]
