@@ -15,6 +15,7 @@ as RULER's base templates; a chat template is not applied (left for later)."""
 from __future__ import annotations
 
 import math
+import numbers
 import random
 
 from . import common_words, haystack as haystacks, niah, passkey, variable_tracking
@@ -51,12 +52,12 @@ def haystack_names():
 def _check(task, length, depth, seed):
     if task not in TASKS:
         raise TaskError(f"task: unknown {task!r} (expected one of {', '.join(TASKS)})")
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 1:
         raise TaskError(f"length: expected a positive number of tokens, got {length!r}")
     if isinstance(depth, bool) or not isinstance(depth, (int, float)) or \
             not math.isfinite(depth) or not 0.0 <= depth <= 1.0:
         raise TaskError(f"depth: expected a fraction in [0, 1], got {depth!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise TaskError(f"seed: expected an int >= 0, got {seed!r}")
 
 
@@ -70,6 +71,7 @@ def generate(task, tokenizer, length, depth, seed, haystack=None, limit=None):
     _check(task, length, depth, seed)
     if limit is not None and length > limit:
         raise TaskError(f"length {length}: beyond the model's context of {limit} tokens")
+    length, seed = int(length), int(seed)
     module, default = TASKS[task]
     stack = haystacks.load(default if haystack is None else haystack)
     encode = Encoder(tokenizer)
@@ -94,7 +96,7 @@ def generate(task, tokenizer, length, depth, seed, haystack=None, limit=None):
 
 def samples(task, tokenizer, length, depth, count, seed=0, haystack=None, limit=None):
     """`count` samples of generate with seeds seed, seed + 1, ... (TaskError when count < 1)."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
         raise TaskError(f"samples: expected an int >= 1, got {count!r}")
     _check(task, length, depth, seed)
     return [generate(task, tokenizer, length, depth, seed + i, haystack, limit)

@@ -151,8 +151,7 @@ def fit(layout, encode, length, label):
     text, context, needle_chars, ids = built
     if layout.available is not None and n == layout.available and len(ids) < length:
         raise TaskError(f"length {length}: beyond the haystack {layout.source} (all of it makes a "
-                        f"{len(ids)}-token prompt for {label}; join more texts, e.g. "
-                        f"{layout.source}+gfdl-1.3)")
+                        f"{len(ids)}-token prompt for {label}; join more texts with '+')")
     token_at = _TokenPositions(text, ids, encode)
     spans = {"prefix": (0, token_at(context[0])),
              "context": (token_at(context[0]), token_at(context[1])),
