@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/input_error.hpp"
 
@@ -65,6 +66,12 @@ void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)
           heads_[h].tile(first_row, first_key, scratch, head.data());
           for (int e = 0; e < kEntries; ++e) sum[e] += head[e];
         }
+        if (!rows_.empty()) {
+          for (int r = 0; r < GainTile::kRows && first_row + r < n_; ++r) {
+            if (rows_[std::size_t(first_row + r)]) continue;
+            for (int c = 0; c < GainTile::kKeys; ++c) sum[std::size_t(c) * GainTile::kRows + r] = 0.0;
+          }
+        }
         try {
           visit(thread, GainTile{first_row, first_key, sum.data()});
         } catch (...) {
@@ -78,7 +85,18 @@ void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)
   if (failure) std::rethrow_exception(failure);
 }
 
+void StreamedGains::restrict_to_rows(std::vector<char> mask) {
+  if (int(mask.size()) != n_) {
+    throw std::invalid_argument("StreamedGains::restrict_to_rows: the mask has " + std::to_string(mask.size()) +
+                                " entries for " + std::to_string(n_) + " rows");
+  }
+  rows_ = std::move(mask);
+  diagonal_sum_ = 0.0;
+  for (int j = 0; j < n_; ++j) diagonal_sum_ += entry(j, j);
+}
+
 double StreamedGains::entry(int i, int j) const {
+  if (!rows_.empty() && !rows_[std::size_t(i)]) return 0.0;
   double sum = 0.0;
   for (const CausalWeightTiles& head : heads_) sum += head.weight(i, j);
   return sum;
