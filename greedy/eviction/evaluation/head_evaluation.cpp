@@ -128,12 +128,14 @@ template <class Scalar>
 void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
                        const std::vector<char>& rows, std::vector<HeadEvaluation>& out) {
   TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
-  if (!rows.empty()) restrict_to_rows(gains, rows);
+  // The oracle on the whole rows (its sets are the full rows' choice everywhere), then its mass on R.
   const std::vector<StepOracle> oracles = step_oracles(gains, budgets, options.oracle_sets);
   for (std::size_t b = 0; b < budgets.size(); ++b) {
     out[b].oracle = oracles[b];
+    if (!rows.empty()) restrict_to_rows(out[b].oracle, rows);
     out[b].has_oracle = true;
   }
+  if (!rows.empty()) restrict_to_rows(gains, rows);
   for (std::size_t b = 0; b < options.schedules.size(); ++b) {
     for (const std::vector<int>& last_step : options.schedules[b]) {
       out[b].schedule_step_mass.push_back(schedule_step_mass(gains, last_step));

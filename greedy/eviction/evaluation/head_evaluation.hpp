@@ -104,7 +104,8 @@ struct HeadEvaluationOptions {
   /// 0) on every path (stored double, stored float, streamed): the optimum is the most mass an
   /// irreversible cache keeps on R's rows, its value and step_mass count R's rows only (0 on the
   /// others), and the oracle is U_i on R's rows, 0 on the others (an upper bound on any schedule's
-  /// R-mass; its chosen sets on the other rows are arbitrary). The policies' traces are unchanged
+  /// R-mass; its chosen sets are the full rows' choice on every row, step_oracle.hpp
+  /// restrict_to_rows). The policies' traces are unchanged
   /// (full rows). Indices in [0, n), any order, duplicates merged; evaluate_head_budgets throws
   /// InputError("evaluate_head", "optimum_rows", ...) otherwise.
   std::vector<int> optimum_rows{};

@@ -18,6 +18,7 @@
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
 #include "greedy/eviction/optimum/cache_dp.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
+#include "greedy/eviction/optimum/step_oracle.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
@@ -153,6 +154,23 @@ RC_GTEST_PROP(QueryRows, TheRowOptimumBoundsEveryPolicyAndTheOptimumAndTheOracle
     RC_LOG() << trace.policy << ": " << mass << " <= " << best << "\n";
     RC_ASSERT(mass <= best + slack);
   }
+}
+
+RC_GTEST_PROP(QueryRows, TheOracleCountsRowsOfRAndChoosesAsTheFullRows, ()) {
+  const int n = *rc::gen::inRange(1, 40);
+  const int k = *rc::gen::inRange(1, n + 1);
+  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
+  std::vector<int> rows = *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
+  const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, seed));
+  const std::vector<char> mask = query_row_mask(rows, n, "test");
+  const StepOracle full = step_oracle(gain_matrix(head_group(w, 0, 1)), k, true);  // the dense oracle
+  HeadEvaluationOptions options;
+  options.optimum_rows = rows;
+  options.oracle_sets = true;
+  const StepOracle got = optima(w, 1, k, options).front().oracle;
+  RC_ASSERT(got.chosen == full.chosen);
+  for (int i = 0; i < n; ++i) RC_ASSERT(near(got.per_step[i], mask[std::size_t(i)] ? full.per_step[i] : 0.0, kAgreement));
+  RC_ASSERT(near(got.total, rows_sum(full.per_step, mask), kAgreement));
 }
 
 TEST(QueryRows, LongHeadsAgreeOnEveryPathAcrossTiles) {
