@@ -7,10 +7,12 @@
 //   long_context_optimum --tokens 1024,4096 --solvers simplex,implicit,streamed [--storage double|float]
 //                        [--budget 0.2] [--budgets 0.04,0.1,0.2,0.6 | --budget-curve K]
 //                        [--gap 1e-4] [--threads 2] [--preset llama2-7b] [--layer 0] [--head 0]
-//                        [--seed 1] [--rows-last N]
+//                        [--seed 1] [--rows-last N [--row-gains]]
 //
 // --rows-last N restricts every solver's gains to the last N rows (greedy/eviction/process/
-// query_rows.hpp: the row-restricted optimum of a question and answer at the end of the context).
+// query_rows.hpp: the row-restricted optimum of a question and answer at the end of the context);
+// --row-gains computes the implicit solver's restricted gains row by row (row_gain_matrix) instead
+// of the whole head's blocks, then zeroing.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -102,13 +104,17 @@ std::vector<char> last_rows(int n, int last) {
 
 template <class Scalar>
 void run_implicit(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap,
-                  const std::string& label, const std::vector<char>& rows) {
+                  const std::string& label, const std::vector<char>& rows, bool row_gains) {
   std::optional<TriangularGains<Scalar>> gains;
   run_column_generation(
       n, budgets, gap, budgets.size() == 1, label,  // a curve reports values only
       [&] {
-        gains.emplace(triangular_gain_matrix<Scalar>(group));
-        if (!rows.empty()) restrict_to_rows(*gains, rows);
+        if (row_gains && !rows.empty()) {
+          gains.emplace(row_gain_matrix<Scalar>(group, rows));
+        } else {
+          gains.emplace(triangular_gain_matrix<Scalar>(group));
+          if (!rows.empty()) restrict_to_rows(*gains, rows);
+        }
         return "stored (" + std::to_string(long(gains->bytes() / 1000000)) + " MB)";
       },
       [&](const ImplicitFlowOptions& options) { return implicit_flow_optima(*gains, budgets, options); });
@@ -138,6 +144,7 @@ int main(int argc, char** argv) {
   double budget = 0.2, gap = 0.0;
   std::vector<double> budgets;
   int curve = 0, layer = 0, head = 0, threads = 2, rows_last = 0;
+  bool row_gains = false;
   std::uint64_t seed = 1;
   app.add_option("--tokens", tokens)->delimiter(',');
   app.add_option("--solvers", solvers)->delimiter(',');
@@ -152,6 +159,7 @@ int main(int argc, char** argv) {
   app.add_option("--head", head);
   app.add_option("--seed", seed);
   app.add_option("--rows-last", rows_last, "restrict the gains to the last N rows (0: every row)");
+  app.add_flag("--row-gains", row_gains, "with --rows-last: the implicit solver's gains row by row");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("| n | solver | k | wall s | CPU s | value | upper bound | relative gap | status | arcs kept | peak RSS MB | notes |\n");
@@ -183,9 +191,9 @@ int main(int argc, char** argv) {
         }
       } else if (solver == "implicit") {
         if (storage == "float") {
-          run_implicit<float>(group, n, ks, gap, "implicit arcs, float gains" + note, rows);
+          run_implicit<float>(group, n, ks, gap, "implicit arcs, float gains" + note + (row_gains ? " by row" : ""), rows, row_gains);
         } else {
-          run_implicit<double>(group, n, ks, gap, "implicit arcs, double gains" + note, rows);
+          run_implicit<double>(group, n, ks, gap, "implicit arcs, double gains" + note + (row_gains ? " by row" : ""), rows, row_gains);
         }
       } else if (solver == "streamed") {
         run_streamed(group, n, ks, gap, threads, rows, note);

@@ -123,11 +123,21 @@ void store_optima(const std::vector<ImplicitFlowResult>& optima, int window, std
   }
 }
 
-/// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`.
+/// Query rows R are computed row by row (row_gain_matrix) when |R| · kRowGainsFraction ≤ n: one
+/// GEMV per row and head against the whole head's blocked GEMMs, which take less CPU time beyond
+/// about n / 4 rows at the end of a 4096-token head and less wall time beyond n / 8
+/// (bench/results/greedy_optimum_rows.md).
+constexpr std::ptrdiff_t kRowGainsFraction = 8;
+
+/// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`, on the
+/// gains restricted to `rows` (a query_row_mask, or empty: every row).
 template <class Scalar>
 void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
                        const std::vector<char>& rows, std::vector<HeadEvaluation>& out) {
-  TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
+  // A few query rows (and no oracle sets, which are the full rows' choice) are computed row by row.
+  const bool by_rows = !rows.empty() && !options.oracle_sets &&
+                       std::count(rows.begin(), rows.end(), char(1)) * kRowGainsFraction <= std::ptrdiff_t(rows.size());
+  TriangularGains<Scalar> gains = by_rows ? row_gain_matrix<Scalar>(group, rows) : triangular_gain_matrix<Scalar>(group);
   // The oracle on the whole rows (its sets are the full rows' choice everywhere), then its mass on R.
   const std::vector<StepOracle> oracles = step_oracles(gains, budgets, options.oracle_sets);
   for (std::size_t b = 0; b < budgets.size(); ++b) {
@@ -135,7 +145,7 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
     if (!rows.empty()) restrict_to_rows(out[b].oracle, rows);
     out[b].has_oracle = true;
   }
-  if (!rows.empty()) restrict_to_rows(gains, rows);
+  if (!rows.empty() && !by_rows) restrict_to_rows(gains, rows);
   for (std::size_t b = 0; b < options.schedules.size(); ++b) {
     for (const std::vector<int>& last_step : options.schedules[b]) {
       out[b].schedule_step_mass.push_back(schedule_step_mass(gains, last_step));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/attention.hpp"
 #include "core/input_error.hpp"
 
 namespace subevict::greedy {
@@ -44,6 +45,25 @@ void restrict_to_rows(TriangularGains<Scalar>& gains, const std::vector<char>& m
 
 template void restrict_to_rows<float>(TriangularGains<float>&, const std::vector<char>&);
 template void restrict_to_rows<double>(TriangularGains<double>&, const std::vector<char>&);
+
+template <class Scalar>
+TriangularGains<Scalar> row_gain_matrix(const HeadGroup& group, const std::vector<char>& mask) {
+  group.validate();
+  const int n = group.tokens();
+  check_mask(mask, n);
+  TriangularGains<Scalar> out(n);
+  for (const ConstHeadMap& q : group.q) {
+    for (int i = 0; i < n; ++i) {
+      if (!mask[std::size_t(i)]) continue;
+      const Eigen::VectorXd row = attention_row(q, group.k, i, group.scale, group.window);
+      for (int j = 0; j <= i; ++j) out.column(j)[i - j] += static_cast<Scalar>(row[j]);
+    }
+  }
+  return out;
+}
+
+template TriangularGains<float> row_gain_matrix<float>(const HeadGroup&, const std::vector<char>&);
+template TriangularGains<double> row_gain_matrix<double>(const HeadGroup&, const std::vector<char>&);
 
 void restrict_to_rows(Eigen::MatrixXd& gains, const std::vector<char>& mask) {
   check_mask(mask, gains.rows());

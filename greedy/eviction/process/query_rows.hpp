@@ -28,4 +28,12 @@ void restrict_to_rows(TriangularGains<Scalar>& gains, const std::vector<char>& m
 /// The same on a dense n × n gain matrix.
 void restrict_to_rows(Eigen::MatrixXd& gains, const std::vector<char>& mask);
 
+/// triangular_gain_matrix<Scalar>(group) restricted to the rows of `mask` (the same entries within
+/// rounding, 0 on the other rows), computed row by row (core/attention.hpp attention_row, the
+/// group's window included) for R's rows only: O(g |R| n d) instead of the whole head's
+/// O(g n² d), for a few query rows of a long head. Throws as HeadGroup::validate and
+/// std::invalid_argument unless mask has n entries.
+template <class Scalar>
+[[nodiscard]] TriangularGains<Scalar> row_gain_matrix(const HeadGroup& group, const std::vector<char>& mask);
+
 }  // namespace subevict::greedy

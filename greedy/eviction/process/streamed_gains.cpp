@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <stdexcept>
@@ -61,10 +62,14 @@ void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)
       const int first_key = chunk * GainTile::kKeys;
       for (int first_row = first_key / GainTile::kRows * GainTile::kRows; first_row < n_ && !failed.load();
            first_row += GainTile::kRows) {
-        heads_.front().tile(first_row, first_key, scratch, sum.data());
-        for (std::size_t h = 1; h < heads_.size(); ++h) {
-          heads_[h].tile(first_row, first_key, scratch, head.data());
-          for (int e = 0; e < kEntries; ++e) sum[e] += head[e];
+        if (!row_blocks_.empty() && !row_blocks_[std::size_t(first_row / GainTile::kRows)]) {
+          std::fill(sum.begin(), sum.end(), 0.0);  // no row of R in the block: nothing to compute
+        } else {
+          heads_.front().tile(first_row, first_key, scratch, sum.data());
+          for (std::size_t h = 1; h < heads_.size(); ++h) {
+            heads_[h].tile(first_row, first_key, scratch, head.data());
+            for (int e = 0; e < kEntries; ++e) sum[e] += head[e];
+          }
         }
         if (!rows_.empty()) {
           for (int r = 0; r < GainTile::kRows && first_row + r < n_; ++r) {
@@ -91,6 +96,8 @@ void StreamedGains::restrict_to_rows(std::vector<char> mask) {
                                 " entries for " + std::to_string(n_) + " rows");
   }
   rows_ = std::move(mask);
+  row_blocks_.assign(std::size_t((n_ + GainTile::kRows - 1) / GainTile::kRows), 0);
+  for (int i = 0; i < n_; ++i) row_blocks_[std::size_t(i / GainTile::kRows)] |= rows_[std::size_t(i)];
   diagonal_sum_ = 0.0;
   for (int j = 0; j < n_; ++j) diagonal_sum_ += entry(j, j);
 }

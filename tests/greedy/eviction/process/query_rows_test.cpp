@@ -173,27 +173,57 @@ RC_GTEST_PROP(QueryRows, TheOracleCountsRowsOfRAndChoosesAsTheFullRows, ()) {
   RC_ASSERT(near(got.total, rows_sum(full.per_step, mask), kAgreement));
 }
 
+TEST(QueryRows, RowByRowGainsEqualTheRestrictedTriangle) {
+  constexpr int n = 300;
+  const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, 9));
+  std::vector<int> rows{0, 1, 63, 64, 65, 150, 299};
+  const std::vector<char> mask = query_row_mask(rows, n, "test");
+  for (int window : {0, 17}) {
+    HeadGroup group = head_group(w, 0, 1);
+    group.window = window;
+    TriangularGains<double> want = triangular_gain_matrix<double>(group);
+    restrict_to_rows(want, mask);
+    const TriangularGains<double> got = row_gain_matrix<double>(group, mask);
+    const TriangularGains<float> single = row_gain_matrix<float>(group, mask);
+    for (int j = 0; j < n; ++j) {
+      for (int i = j; i < n; ++i) {
+        ASSERT_TRUE(near(got.at(i, j), want.at(i, j), kAgreement)) << i << ", " << j << " window " << window;
+        ASSERT_TRUE(near(single.at(i, j), want.at(i, j), double(Tol<float>::kValue))) << i << ", " << j;
+      }
+    }
+  }
+}
+
 TEST(QueryRows, LongHeadsAgreeOnEveryPathAcrossTiles) {
   // 300 tokens span several row blocks of the streamed tiles: each path's row-restricted optimum
-  // equals the explicit network simplex on the restricted dense gains.
+  // equals the explicit network simplex on the restricted dense gains, with rows in every block
+  // and with whole blocks without a row of R (the streamed pass skips them).
   constexpr int n = 300;
   const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, 5));
-  std::vector<int> rows;
-  for (int i = 7; i < n; i += 13) rows.push_back(i);
-  for (int i = 250; i < 270; ++i) rows.push_back(i);
-  Eigen::MatrixXd restricted = gain_matrix(head_group(w, 0, 1));
-  restrict_to_rows(restricted, query_row_mask(rows, n, "test"));
-  for (int k : {5, 30}) {
-    const double want = offline_optimum(restricted, k).value;
-    HeadEvaluationOptions stored;
-    stored.optimum_rows = rows;
-    HeadEvaluationOptions streamed = stored;
-    streamed.stored_gains_tokens = n - 1;
-    HeadEvaluationOptions single = stored;
-    single.double_gains_tokens = n - 1;
-    EXPECT_TRUE(near(optima(w, 1, k, stored).front().optimum.value, want, kAgreement)) << k;
-    EXPECT_TRUE(near(optima(w, 1, k, streamed).front().optimum.value, want, kAgreement)) << k;
-    EXPECT_TRUE(near(optima(w, 1, k, single).front().optimum.value, want, double(Tol<float>::kValue))) << k;
+  std::vector<int> scattered;
+  for (int i = 7; i < n; i += 13) scattered.push_back(i);
+  for (int i = 250; i < 270; ++i) scattered.push_back(i);  // 43 rows: computed row by row (head_evaluation.cpp)
+  const std::vector<int> sparse{3, 130, 131, 299};
+  const Eigen::MatrixXd full = gain_matrix(head_group(w, 0, 1));
+  for (const std::vector<int>& rows : {scattered, sparse}) {
+    Eigen::MatrixXd restricted = full;
+    restrict_to_rows(restricted, query_row_mask(rows, n, "test"));
+    for (int k : {5, 30}) {
+      SCOPED_TRACE(std::to_string(rows.size()) + " rows, k " + std::to_string(k));
+      const double want = offline_optimum(restricted, k).value;
+      HeadEvaluationOptions stored;
+      stored.optimum_rows = rows;
+      HeadEvaluationOptions streamed = stored;
+      streamed.stored_gains_tokens = n - 1;
+      HeadEvaluationOptions single = stored;
+      single.double_gains_tokens = n - 1;
+      HeadEvaluationOptions blocks = stored;  // oracle sets: the whole head's gains, then rows zeroed
+      blocks.oracle_sets = true;
+      EXPECT_TRUE(near(optima(w, 1, k, stored).front().optimum.value, want, kAgreement));
+      EXPECT_TRUE(near(optima(w, 1, k, streamed).front().optimum.value, want, kAgreement));
+      EXPECT_TRUE(near(optima(w, 1, k, blocks).front().optimum.value, want, kAgreement));
+      EXPECT_TRUE(near(optima(w, 1, k, single).front().optimum.value, want, double(Tol<float>::kValue)));
+    }
   }
 }
 
