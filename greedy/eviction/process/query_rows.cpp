@@ -24,7 +24,8 @@ std::vector<char> query_row_mask(const std::vector<int>& rows, int n, const std:
   std::vector<char> mask(std::size_t(std::max(n, 0)), 0);
   for (int i : rows) {
     if (i < 0 || i >= n) {
-      throw InputError(source, "optimum_rows", "row indices in [0, " + std::to_string(n) + ")", std::to_string(i));
+      throw InputError(source, "optimum_rows", "row indices in [0, " + std::to_string(n) + ")",
+                       std::to_string(i));
     }
     mask[std::size_t(i)] = 1;
   }
@@ -63,7 +64,8 @@ TriangularGains<Scalar> row_gain_matrix(const HeadGroup& group, const std::vecto
 }
 
 template TriangularGains<float> row_gain_matrix<float>(const HeadGroup&, const std::vector<char>&);
-template TriangularGains<double> row_gain_matrix<double>(const HeadGroup&, const std::vector<char>&);
+template TriangularGains<double> row_gain_matrix<double>(const HeadGroup&,
+                                                         const std::vector<char>&);
 
 void restrict_to_rows(Eigen::MatrixXd& gains, const std::vector<char>& mask) {
   check_mask(mask, gains.rows());

@@ -19,7 +19,8 @@ namespace subevict::greedy {
 /// The 0/1 mask (one entry per step, 1 for a row of R) of `rows`: indices in [0, n), in any
 /// order, duplicates merged, at least one. Throws InputError(source, "optimum_rows", ...) naming
 /// the first offending index otherwise.
-[[nodiscard]] std::vector<char> query_row_mask(const std::vector<int>& rows, int n, const std::string& source);
+[[nodiscard]] std::vector<char> query_row_mask(const std::vector<int>& rows, int n,
+                                               const std::string& source);
 
 /// Sets every entry W_ij of a row i with mask[i] = 0 to 0 (the diagonal entry W_ii included).
 /// Throws std::invalid_argument unless mask has one entry per row. O(n²).
@@ -34,6 +35,7 @@ void restrict_to_rows(Eigen::MatrixXd& gains, const std::vector<char>& mask);
 /// O(g n² d), for a few query rows of a long head. Throws as HeadGroup::validate and
 /// std::invalid_argument unless mask has n entries.
 template <class Scalar>
-[[nodiscard]] TriangularGains<Scalar> row_gain_matrix(const HeadGroup& group, const std::vector<char>& mask);
+[[nodiscard]] TriangularGains<Scalar> row_gain_matrix(const HeadGroup& group,
+                                                      const std::vector<char>& mask);
 
 }  // namespace subevict::greedy

@@ -3,6 +3,8 @@
 // stored float, streamed tiles, certified column generation) against exhaustive dynamic
 // programming over cache states (cache_dp) on the R-mass Σ_{i ∈ R} Σ_{j ∈ G_i} W_ij measured on the
 // unrestricted W, and against every registered policy, the unrestricted optimum and the oracle.
+#include "greedy/eviction/process/query_rows.hpp"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -23,7 +25,6 @@
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/process/head_group.hpp"
-#include "greedy/eviction/process/query_rows.hpp"
 #include "greedy/eviction/process/streamed_gains.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 
@@ -37,21 +38,26 @@ constexpr double kAgreement = 1e-9;
 /// Σ_{i ∈ R} of a per-step mass (R given as its mask).
 double rows_sum(const Eigen::VectorXd& step_mass, const std::vector<char>& mask) {
   double sum = 0.0;
-  for (Eigen::Index i = 0; i < step_mass.size(); ++i) sum += mask[std::size_t(i)] ? step_mass[i] : 0.0;
+  for (Eigen::Index i = 0; i < step_mass.size(); ++i)
+    sum += mask[std::size_t(i)] ? step_mass[i] : 0.0;
   return sum;
 }
 
-/// The R-mass of schedule `last_step` on the unrestricted gains W (dense): Σ_{i ∈ R} Σ_{j ∈ G_i} W_ij.
-double rows_mass(const Eigen::MatrixXd& w, const std::vector<int>& last_step, const std::vector<char>& mask) {
+/// The R-mass of schedule `last_step` on the unrestricted gains W (dense): Σ_{i ∈ R} Σ_{j ∈ G_i}
+/// W_ij.
+double rows_mass(const Eigen::MatrixXd& w, const std::vector<int>& last_step,
+                 const std::vector<char>& mask) {
   const int n = int(w.rows());
   Eigen::VectorXd step = Eigen::VectorXd::Zero(n);
   for (int j = 0; j < n; ++j) {
-    for (int i = j; i < n && (i == j || i <= last_step[std::size_t(j)] + 1); ++i) step[i] += w(i, j);
+    for (int i = j; i < n && (i == j || i <= last_step[std::size_t(j)] + 1); ++i)
+      step[i] += w(i, j);
   }
   return rows_sum(step, mask);
 }
 
-std::vector<HeadEvaluation> optima(const Workload& w, int kv, int k, const HeadEvaluationOptions& options,
+std::vector<HeadEvaluation> optima(const Workload& w, int kv, int k,
+                                   const HeadEvaluationOptions& options,
                                    const std::vector<PolicySpec>& policies = {}) {
   return evaluate_head_budgets(w, 0, kv, policies, {k}, options);
 }
@@ -61,14 +67,16 @@ RC_GTEST_PROP(QueryRows, EveryPathEqualsTheDynamicProgramOnTheRowMass, ()) {
   const int k = *rc::gen::inRange(1, n + 1);
   const std::string preset = *rc::gen::element(std::string("tiny"), std::string("tiny-gqa"));
   const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
-  std::vector<int> rows = *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
+  std::vector<int> rows =
+      *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
   const Workload w = generate_workload(spec_from_preset(preset, n, 1, seed));
   const int kv = w.shape().kv_heads - 1;
   const std::vector<char> mask = query_row_mask(rows, n, "test");
   const Eigen::MatrixXd full = gain_matrix(head_group(w, 0, kv));
   Eigen::MatrixXd restricted = full;
   restrict_to_rows(restricted, mask);
-  // The exhaustive reference: the best schedule of the R-restricted objective, valued on W's R rows.
+  // The exhaustive reference: the best schedule of the R-restricted objective, valued on W's R
+  // rows.
   const ScheduleSummary dp = cache_dp(restricted, k);
   const double reference = rows_mass(full, dp.last_step, mask);
   RC_ASSERT(near(reference, dp.value, kAgreement));
@@ -83,7 +91,8 @@ RC_GTEST_PROP(QueryRows, EveryPathEqualsTheDynamicProgramOnTheRowMass, ()) {
   certified.optimum = OptimumMode::kCertified;
   certified.relative_gap = 1e-9;
   for (const auto& [name, options, tolerance] :
-       {std::tuple{"stored", stored, kAgreement}, std::tuple{"float", single, double(Tol<float>::kValue)},
+       {std::tuple{"stored", stored, kAgreement},
+        std::tuple{"float", single, double(Tol<float>::kValue)},
         std::tuple{"streamed", streamed, kAgreement}, std::tuple{"certified", certified, 1e-8}}) {
     const HeadEvaluation e = optima(w, kv, k, options).front();
     RC_ASSERT(e.has_interval);
@@ -119,7 +128,8 @@ RC_GTEST_PROP(QueryRows, TheRowOptimumBoundsEveryPolicyAndTheOptimumAndTheOracle
   const int n = *rc::gen::inRange(8, 60);
   const int k = *rc::gen::inRange(1, n);
   const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
-  std::vector<int> rows = *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
+  std::vector<int> rows =
+      *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
   const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, seed));
   const std::vector<char> mask = query_row_mask(rows, n, "test");
   std::vector<PolicySpec> policies;
@@ -139,8 +149,9 @@ RC_GTEST_PROP(QueryRows, TheRowOptimumBoundsEveryPolicyAndTheOptimumAndTheOracle
   restricted.schedules = {{plain.optimum.last_step}};  // valued on the restricted gains
   const HeadEvaluation e = optima(w, 1, k, restricted, policies).front();
   const double best = e.optimum.value, slack = mass_order_slack(false) * std::max(1.0, best);
-  RC_ASSERT(near(e.schedule_step_mass.front().sum(), rows_mass(gain_matrix(head_group(w, 0, 1)),
-                                                               plain.optimum.last_step, mask), kAgreement));
+  RC_ASSERT(near(e.schedule_step_mass.front().sum(),
+                 rows_mass(gain_matrix(head_group(w, 0, 1)), plain.optimum.last_step, mask),
+                 kAgreement));
   RC_ASSERT(e.schedule_step_mass.front().sum() <= best + slack);
   RC_ASSERT(best <= e.oracle.total + slack);
   for (const Trace& trace : e.traces) {
@@ -148,7 +159,8 @@ RC_GTEST_PROP(QueryRows, TheRowOptimumBoundsEveryPolicyAndTheOptimumAndTheOracle
     double mass = 0.0;
     for (int i = 0; i < n; ++i) {
       for (int h = 0; h < trace.heads; ++h) {
-        mass += mask[std::size_t(i)] ? trace.head_retained_mass[std::size_t(i * trace.heads + h)] : 0.0;
+        mass +=
+            mask[std::size_t(i)] ? trace.head_retained_mass[std::size_t(i * trace.heads + h)] : 0.0;
       }
     }
     RC_LOG() << trace.policy << ": " << mass << " <= " << best << "\n";
@@ -160,16 +172,19 @@ RC_GTEST_PROP(QueryRows, TheOracleCountsRowsOfRAndChoosesAsTheFullRows, ()) {
   const int n = *rc::gen::inRange(1, 40);
   const int k = *rc::gen::inRange(1, n + 1);
   const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
-  std::vector<int> rows = *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
+  std::vector<int> rows =
+      *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
   const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, seed));
   const std::vector<char> mask = query_row_mask(rows, n, "test");
-  const StepOracle full = step_oracle(gain_matrix(head_group(w, 0, 1)), k, true);  // the dense oracle
+  const StepOracle full =
+      step_oracle(gain_matrix(head_group(w, 0, 1)), k, true);  // the dense oracle
   HeadEvaluationOptions options;
   options.optimum_rows = rows;
   options.oracle_sets = true;
   const StepOracle got = optima(w, 1, k, options).front().oracle;
   RC_ASSERT(got.chosen == full.chosen);
-  for (int i = 0; i < n; ++i) RC_ASSERT(near(got.per_step[i], mask[std::size_t(i)] ? full.per_step[i] : 0.0, kAgreement));
+  for (int i = 0; i < n; ++i)
+    RC_ASSERT(near(got.per_step[i], mask[std::size_t(i)] ? full.per_step[i] : 0.0, kAgreement));
   RC_ASSERT(near(got.total, rows_sum(full.per_step, mask), kAgreement));
 }
 
@@ -187,8 +202,10 @@ TEST(QueryRows, RowByRowGainsEqualTheRestrictedTriangle) {
     const TriangularGains<float> single = row_gain_matrix<float>(group, mask);
     for (int j = 0; j < n; ++j) {
       for (int i = j; i < n; ++i) {
-        ASSERT_TRUE(near(got.at(i, j), want.at(i, j), kAgreement)) << i << ", " << j << " window " << window;
-        ASSERT_TRUE(near(single.at(i, j), want.at(i, j), double(Tol<float>::kValue))) << i << ", " << j;
+        ASSERT_TRUE(near(got.at(i, j), want.at(i, j), kAgreement))
+            << i << ", " << j << " window " << window;
+        ASSERT_TRUE(near(single.at(i, j), want.at(i, j), double(Tol<float>::kValue)))
+            << i << ", " << j;
       }
     }
   }
@@ -202,7 +219,8 @@ TEST(QueryRows, LongHeadsAgreeOnEveryPathAcrossTiles) {
   const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, 5));
   std::vector<int> scattered;
   for (int i = 7; i < n; i += 13) scattered.push_back(i);
-  for (int i = 250; i < 270; ++i) scattered.push_back(i);  // 43 rows: computed row by row (head_evaluation.cpp)
+  for (int i = 250; i < 270; ++i)
+    scattered.push_back(i);  // 43 rows: computed row by row (head_evaluation.cpp)
   const std::vector<int> sparse{3, 130, 131, 299};
   const Eigen::MatrixXd full = gain_matrix(head_group(w, 0, 1));
   for (const std::vector<int>& rows : {scattered, sparse}) {
@@ -217,12 +235,14 @@ TEST(QueryRows, LongHeadsAgreeOnEveryPathAcrossTiles) {
       streamed.stored_gains_tokens = n - 1;
       HeadEvaluationOptions single = stored;
       single.double_gains_tokens = n - 1;
-      HeadEvaluationOptions blocks = stored;  // oracle sets: the whole head's gains, then rows zeroed
+      HeadEvaluationOptions blocks =
+          stored;  // oracle sets: the whole head's gains, then rows zeroed
       blocks.oracle_sets = true;
       EXPECT_TRUE(near(optima(w, 1, k, stored).front().optimum.value, want, kAgreement));
       EXPECT_TRUE(near(optima(w, 1, k, streamed).front().optimum.value, want, kAgreement));
       EXPECT_TRUE(near(optima(w, 1, k, blocks).front().optimum.value, want, kAgreement));
-      EXPECT_TRUE(near(optima(w, 1, k, single).front().optimum.value, want, double(Tol<float>::kValue)));
+      EXPECT_TRUE(
+          near(optima(w, 1, k, single).front().optimum.value, want, double(Tol<float>::kValue)));
     }
   }
 }
@@ -236,8 +256,9 @@ TEST(QueryRows, RefusesRowsOutsideTheSequenceAndNoRows) {
       (void)optima(w, 0, 4, options);
       ADD_FAILURE() << "accepted " << rows.back();
     } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), "evaluate_head: optimum_rows: expected row indices in [0, 20), got " +
-                                           std::to_string(rows.back()));
+      EXPECT_EQ(std::string(e.what()),
+                "evaluate_head: optimum_rows: expected row indices in [0, 20), got " +
+                    std::to_string(rows.back()));
     }
   }
   EXPECT_THROW((void)query_row_mask({}, 20, "simulate"), InputError);
