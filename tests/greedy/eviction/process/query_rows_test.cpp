@@ -80,6 +80,7 @@ RC_GTEST_PROP(QueryRows, EveryPathEqualsTheDynamicProgramOnTheRowMass, ()) {
   const ScheduleSummary dp = cache_dp(restricted, k);
   const double reference = rows_mass(full, dp.last_step, mask);
   RC_ASSERT(near(reference, dp.value, kAgreement));
+  RC_ASSERT(near(offline_optimum(restricted, k).value, reference, kAgreement));  // the explicit network
 
   HeadEvaluationOptions stored;
   stored.optimum_rows = rows;
