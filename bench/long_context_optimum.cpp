@@ -7,7 +7,12 @@
 //   long_context_optimum --tokens 1024,4096 --solvers simplex,implicit,streamed [--storage double|float]
 //                        [--budget 0.2] [--budgets 0.04,0.1,0.2,0.6 | --budget-curve K]
 //                        [--gap 1e-4] [--threads 2] [--preset llama2-7b] [--layer 0] [--head 0]
-//                        [--seed 1]
+//                        [--seed 1] [--rows-last N [--row-gains]]
+//
+// --rows-last N restricts every solver's gains to the last N rows (greedy/eviction/process/
+// query_rows.hpp: the row-restricted optimum of a question and answer at the end of the context);
+// --row-gains computes the implicit solver's restricted gains row by row (row_gain_matrix) instead
+// of the whole head's blocks, then zeroing.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -25,6 +30,7 @@
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
 #include "greedy/eviction/optimum/streamed_flow.hpp"
+#include "greedy/eviction/process/query_rows.hpp"
 
 namespace {
 
@@ -88,26 +94,41 @@ void run_column_generation(
           " in all; value/bound columns: last budget");
 }
 
+/// The mask of the last `last` rows of n (empty for 0: every row).
+std::vector<char> last_rows(int n, int last) {
+  if (last <= 0) return {};
+  std::vector<int> rows;
+  for (int i = std::max(0, n - last); i < n; ++i) rows.push_back(i);
+  return query_row_mask(rows, n, "--rows-last");
+}
+
 template <class Scalar>
 void run_implicit(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap,
-                  const std::string& label) {
+                  const std::string& label, const std::vector<char>& rows, bool row_gains) {
   std::optional<TriangularGains<Scalar>> gains;
   run_column_generation(
       n, budgets, gap, budgets.size() == 1, label,  // a curve reports values only
       [&] {
-        gains.emplace(triangular_gain_matrix<Scalar>(group));
+        if (row_gains && !rows.empty()) {
+          gains.emplace(row_gain_matrix<Scalar>(group, rows));
+        } else {
+          gains.emplace(triangular_gain_matrix<Scalar>(group));
+          if (!rows.empty()) restrict_to_rows(*gains, rows);
+        }
         return "stored (" + std::to_string(long(gains->bytes() / 1000000)) + " MB)";
       },
       [&](const ImplicitFlowOptions& options) { return implicit_flow_optima(*gains, budgets, options); });
 }
 
-void run_streamed(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap, int threads) {
+void run_streamed(const HeadGroup& group, int n, const std::vector<int>& budgets, double gap, int threads,
+                  const std::vector<char>& rows, const std::string& note) {
   std::optional<StreamedGains> gains;
   run_column_generation(
       // Step masses would cost one more pass over the gains; the value comes from the flow's arcs.
-      n, budgets, gap, false, "streamed gains (" + std::to_string(threads) + " threads)",
+      n, budgets, gap, false, "streamed gains (" + std::to_string(threads) + " threads)" + note,
       [&] {
         gains.emplace(group, threads);
+        if (!rows.empty()) gains->restrict_to_rows(rows);
         return std::string("normalizers (streamed)");
       },
       [&](const ImplicitFlowOptions& options) { return streamed_flow_optima(*gains, budgets, options); });
@@ -122,7 +143,8 @@ int main(int argc, char** argv) {
   std::string storage = "double", preset = "llama2-7b";
   double budget = 0.2, gap = 0.0;
   std::vector<double> budgets;
-  int curve = 0, layer = 0, head = 0, threads = 2;
+  int curve = 0, layer = 0, head = 0, threads = 2, rows_last = 0;
+  bool row_gains = false;
   std::uint64_t seed = 1;
   app.add_option("--tokens", tokens)->delimiter(',');
   app.add_option("--solvers", solvers)->delimiter(',');
@@ -136,6 +158,8 @@ int main(int argc, char** argv) {
   app.add_option("--layer", layer);
   app.add_option("--head", head);
   app.add_option("--seed", seed);
+  app.add_option("--rows-last", rows_last, "restrict the gains to the last N rows (0: every row)");
+  app.add_flag("--row-gains", row_gains, "with --rows-last: the implicit solver's gains row by row");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("| n | solver | k | wall s | CPU s | value | upper bound | relative gap | status | arcs kept | peak RSS MB | notes |\n");
@@ -143,6 +167,8 @@ int main(int argc, char** argv) {
   for (int n : tokens) {
     const Workload workload = generate_workload(spec_from_preset(preset, n, layer + 1, seed));
     const HeadGroup group = head_group(workload, layer, head);
+    const std::vector<char> rows = last_rows(n, rows_last);
+    const std::string note = rows.empty() ? "" : ", rows: last " + std::to_string(std::min(rows_last, n));
     std::vector<int> ks;
     if (curve > 0) {
       for (int k = 1; k <= curve; ++k) ks.push_back(k);
@@ -156,19 +182,21 @@ int main(int argc, char** argv) {
         for (int k : ks) {
           const auto wall0 = std::chrono::steady_clock::now();
           const double cpu0 = cpu_seconds();
-          const ScheduleSummary s = offline_optimum(gain_matrix(group), k);
-          row(n, "network simplex (explicit arcs)", std::to_string(k),
+          Eigen::MatrixXd gains = gain_matrix(group);
+          if (!rows.empty()) restrict_to_rows(gains, rows);
+          const ScheduleSummary s = offline_optimum(gains, k);
+          row(n, "network simplex (explicit arcs)" + note, std::to_string(k),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
               cpu_seconds() - cpu0, s, "");
         }
       } else if (solver == "implicit") {
         if (storage == "float") {
-          run_implicit<float>(group, n, ks, gap, "implicit arcs, float gains");
+          run_implicit<float>(group, n, ks, gap, "implicit arcs, float gains" + note + (row_gains ? " by row" : ""), rows, row_gains);
         } else {
-          run_implicit<double>(group, n, ks, gap, "implicit arcs, double gains");
+          run_implicit<double>(group, n, ks, gap, "implicit arcs, double gains" + note + (row_gains ? " by row" : ""), rows, row_gains);
         }
       } else if (solver == "streamed") {
-        run_streamed(group, n, ks, gap, threads);
+        run_streamed(group, n, ks, gap, threads, rows, note);
       } else {
         std::cerr << "unknown solver " << solver << " (expected simplex, implicit or streamed)\n";
         return 2;

@@ -18,11 +18,14 @@ namespace subevict::python {
 /// each budget k, exactly as `subevict simulate` computes them: greedy::evaluate_head_budgets
 /// without policies (its traces are empty); `relative_gap` is where mode certified stops;
 /// `oracle_sets` keeps the oracle's chosen sets; `schedules` (empty, or one list per budget) are
-/// valued on the same gains (HeadEvaluation::schedule_step_mass). Call without the GIL.
+/// valued on the same gains (HeadEvaluation::schedule_step_mass); `optimum_rows` (empty: every
+/// row) restricts the gains of oracle, optimum and schedules to those query rows
+/// (HeadEvaluationOptions::optimum_rows). Call without the GIL.
 std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int layer, int kv_head,
                                                 const std::vector<int>& budgets, greedy::OptimumMode mode,
                                                 double relative_gap, bool oracle_sets = false,
-                                                std::vector<std::vector<std::vector<int>>> schedules = {});
+                                                std::vector<std::vector<std::vector<int>>> schedules = {},
+                                                std::vector<int> optimum_rows = {});
 
 /// {'status', 'total', 'upper_bound', 'step_mass', 'last_step', 'arcs', 'nodes', 'seconds',
 /// 'message'}: every mass divided by `scale` (the group size g for `simulate`'s per-query-head

@@ -35,9 +35,11 @@ greedy::PivotRule parse_pivot(const std::string& name) {
 std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int layer, int kv_head,
                                                 const std::vector<int>& budgets, greedy::OptimumMode mode,
                                                 double relative_gap, bool oracle_sets,
-                                                std::vector<std::vector<std::vector<int>>> schedules) {
+                                                std::vector<std::vector<std::vector<int>>> schedules,
+                                                std::vector<int> optimum_rows) {
   greedy::HeadEvaluationOptions options;
   options.schedules = std::move(schedules);
+  options.optimum_rows = std::move(optimum_rows);
   options.optimum = mode;
   options.relative_gap = relative_gap;
   options.oracle_sets = oracle_sets;

@@ -22,6 +22,7 @@
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/process/schedule_overlap.hpp"
+#include "greedy/eviction/process/query_rows.hpp"
 #include "optimum.hpp"
 #include "python_policy.hpp"
 
@@ -149,7 +150,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
                       const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
                       bool record_cache, bool overlap, std::optional<int> model_layer, bool oracle_sets,
-                      bool policy_mass_from_gains) {
+                      bool policy_mass_from_gains, std::optional<std::vector<int>> optimum_rows) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
@@ -188,8 +189,17 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
       if (item.spec) greedy::check_policy_budget(*item.spec, shape.tokens, budgets.back(), "simulate", "policies");
     }
   }
+  if (optimum_rows) {
+    if (optimum == greedy::OptimumMode::kNone) {
+      throw InputError("simulate", "optimum_rows", "an optimum to restrict (optimum flow, certified or oracle)",
+                       "optimum none");
+    }
+    (void)greedy::query_row_mask(*optimum_rows, shape.tokens, "simulate");
+  }
+  const std::vector<int> rows = optimum_rows ? *optimum_rows : std::vector<int>{};
   require_finite(w, layers, kv_heads, "simulate", "in the selected layers and KV heads");
-  const bool from_gains = policy_mass_from_gains && optimum != greedy::OptimumMode::kNone && !items.empty() &&
+  // With optimum_rows the gains are restricted: the policies' mass comes from the simulator (full rows).
+  const bool from_gains = policy_mass_from_gains && !optimum_rows && optimum != greedy::OptimumMode::kNone && !items.empty() &&
                           shape.tokens <= greedy::kStoredGainsTokens &&
                           std::all_of(items.begin(), items.end(), [](const PolicyItem& item) { return bool(item.spec); });
   for (const PolicyItem& item : items) {
@@ -226,7 +236,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
       } else if (optimum != greedy::OptimumMode::kNone) {
         nb::gil_scoped_release release;
         // Every budget of the head in one solve, as `subevict simulate` runs each (layer, KV head).
-        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets);
+        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets, {}, rows);
       }
       for (std::size_t b = 0; b < budgets.size(); ++b) {
         const int k = budgets[b];
@@ -319,12 +329,15 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
         "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a, "model_layer"_a.none(),
-        "oracle_sets"_a = false, "policy_mass_from_gains"_a = false,
+        "oracle_sets"_a = false, "policy_mass_from_gains"_a = false, "optimum_rows"_a = nb::none(),
         "The engine of subevict.simulate (see its docstring); arguments already normalized to lists. "
         "oracle_sets: each cell's oracle also holds its chosen sets ('chosen'; up to the stored-gains length). "
         "policy_mass_from_gains: where every policy is a built-in, an optimum is computed and the gains are "
         "stored, the policies run without metrics and their retained mass is valued on the optimum's gains "
-        "(the same decisions; output_error and mean_output_error are None).");
+        "(the same decisions; output_error and mean_output_error are None). "
+        "optimum_rows: query rows R (indices in [0, n)); the oracle and the optimum are those of the gains restricted "
+        "to R's rows (the optimum's 'total' and 'step_mass' count R's rows only; policy_mass_from_gains is then "
+        "ignored: the policies' masses are full rows, sum their 'retained_mass' over R).");
   m.def(
       "_set_threads", [](int threads) {
         if (threads < 1) throw InputError("_set_threads", "threads", "an integer >= 1", std::to_string(threads));

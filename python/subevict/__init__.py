@@ -98,7 +98,7 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
              budget: Union[float, Sequence[float]] = 0.2, layers: Union[int, Iterable[int]] = 0,
              kv_heads: Union[int, Iterable[int], None] = None, optimum: str = "flow", gap: float = 1e-4,
              seed: int = 0, horizon: int = 16, record_cache: bool = False, overlap: bool = False,
-             model_layer: Optional[int] = None) -> list:
+             model_layer: Optional[int] = None, optimum_rows: Union[int, Iterable[int], None] = None) -> list:
     """Runs eviction policies on (layer, KV head) groups of `workload` against the offline optimum.
 
     The same process, policies, optimum and units as `subevict simulate` (masses are means over the
@@ -122,6 +122,12 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     model_layer: with exactly one selected layer, the model layer it is (a workload holding one layer
         of a larger model): the index that per-layer policy rules (l2norm's skip_first) and the seeds
         of randomized policies read; default the selected layer's own index.
+    optimum_rows: query rows R (steps in [0, n), any order, duplicates merged; default every row):
+        the optimum and the oracle are those of the gains restricted to R's rows (W'_ij = W_ij for i
+        in R, else 0): optimum["total"] is the most mass an irreversible cache keeps on R's rows when
+        it knows R in advance (the "question-aware" optimum), optimum["step_mass"] and
+        oracle["per_step"] are 0 off R. The policies are unchanged: a policy's R-mass is
+        trace["retained_mass"][R].sum() (R deduplicated), which optimum["total"] bounds.
 
     Returns one dict per (layer, KV head, budget), layers outer, budgets inner:
         {"layer", "kv_head", "budget" (as given), "budget_size" (k), "group_size" (g), "tokens" (n),
@@ -141,9 +147,10 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
         policies = [policies]
     layer_list = _int_list(layers, "simulate: layers")
     head_list = _int_list(kv_heads, "simulate: kv_heads")
+    rows = _int_list(optimum_rows, "simulate: optimum_rows")
     return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
                                float(gap), int(seed), int(horizon), bool(record_cache), bool(overlap),
-                               None if model_layer is None else int(model_layer))
+                               None if model_layer is None else int(model_layer), optimum_rows=rows)
 
 
 def verify(workload: Union[Workload, str, os.PathLike, None] = None, *, checks: Sequence[str] = (),

@@ -17,6 +17,7 @@
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/streamed_flow.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
+#include "greedy/eviction/process/query_rows.hpp"
 #include "greedy/eviction/process/streamed_gains.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
@@ -122,16 +123,29 @@ void store_optima(const std::vector<ImplicitFlowResult>& optima, int window, std
   }
 }
 
-/// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`.
+/// Query rows R are computed row by row (row_gain_matrix) when |R| · kRowGainsFraction ≤ n: one
+/// GEMV per row and head against the whole head's blocked GEMMs, which take less CPU time beyond
+/// about n / 4 rows at the end of a 4096-token head and less wall time beyond n / 8
+/// (bench/results/greedy_optimum_rows.md).
+constexpr std::ptrdiff_t kRowGainsFraction = 8;
+
+/// The oracle and (unless mode kOracle) the optimum of every budget of one head into `out`, on the
+/// gains restricted to `rows` (a query_row_mask, or empty: every row).
 template <class Scalar>
 void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
-                       std::vector<HeadEvaluation>& out) {
-  const TriangularGains<Scalar> gains = triangular_gain_matrix<Scalar>(group);
+                       const std::vector<char>& rows, std::vector<HeadEvaluation>& out) {
+  // A few query rows (and no oracle sets, which are the full rows' choice) are computed row by row.
+  const bool by_rows = !rows.empty() && !options.oracle_sets &&
+                       std::count(rows.begin(), rows.end(), char(1)) * kRowGainsFraction <= std::ptrdiff_t(rows.size());
+  TriangularGains<Scalar> gains = by_rows ? row_gain_matrix<Scalar>(group, rows) : triangular_gain_matrix<Scalar>(group);
+  // The oracle on the whole rows (its sets are the full rows' choice everywhere), then its mass on R.
   const std::vector<StepOracle> oracles = step_oracles(gains, budgets, options.oracle_sets);
   for (std::size_t b = 0; b < budgets.size(); ++b) {
     out[b].oracle = oracles[b];
+    if (!rows.empty()) restrict_to_rows(out[b].oracle, rows);
     out[b].has_oracle = true;
   }
+  if (!rows.empty() && !by_rows) restrict_to_rows(gains, rows);
   for (std::size_t b = 0; b < options.schedules.size(); ++b) {
     for (const std::vector<int>& last_step : options.schedules[b]) {
       out[b].schedule_step_mass.push_back(schedule_step_mass(gains, last_step));
@@ -143,12 +157,15 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
 }
 
 /// The optimum of every budget of one head on streamed gains into `out` (no oracle), with the
-/// normalizers of the policies' exact rows when they were computed. Precondition: mode kFlow or
-/// kCertified (evaluate_head_budgets refuses kOracle here).
+/// normalizers of the policies' exact rows when they were computed, restricted to `rows` (a
+/// query_row_mask, or empty: every row). Precondition: mode kFlow or kCertified
+/// (evaluate_head_budgets refuses kOracle here).
 void add_streamed_optima(const HeadGroup& group, const std::vector<int>& budgets, const HeadEvaluationOptions& options,
-                         const std::vector<ExactRows>& exact, std::vector<HeadEvaluation>& out) {
-  const StreamedGains gains =
+                         const std::vector<ExactRows>& exact, const std::vector<char>& rows,
+                         std::vector<HeadEvaluation>& out) {
+  StreamedGains gains =
       exact.empty() ? StreamedGains(group, options.threads) : StreamedGains(group, exact, options.threads);
+  if (!rows.empty()) gains.restrict_to_rows(rows);
   store_optima(streamed_flow_optima(gains, budgets, flow_options(options)), group.window, out);
 }
 
@@ -166,6 +183,9 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     if (budget < 1) throw InputError("evaluate_head", "budget", "an integer >= 1", std::to_string(budget));
   }
   const HeadGroup group = head_group(workload, layer, kv_head);
+  const std::vector<char> rows = options.optimum_rows.empty()
+                                     ? std::vector<char>{}
+                                     : query_row_mask(options.optimum_rows, group.tokens(), "evaluate_head");
   if (!options.schedules.empty() &&
       (options.schedules.size() != budgets.size() || options.optimum == OptimumMode::kNone ||
        group.tokens() > options.stored_gains_tokens)) {
@@ -220,12 +240,12 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
     const auto start = std::chrono::steady_clock::now();
     const int double_gains = options.double_gains_tokens < 0 ? kDoubleGainsTokens : options.double_gains_tokens;
     if (group.tokens() <= std::min(double_gains, options.stored_gains_tokens)) {
-      add_stored_optima<double>(group, budgets, options, out);
+      add_stored_optima<double>(group, budgets, options, rows, out);
     } else if (group.tokens() <= options.stored_gains_tokens) {
-      add_stored_optima<float>(group, budgets, options, out);
+      add_stored_optima<float>(group, budgets, options, rows, out);
       for (HeadEvaluation& e : out) e.float_gains = true;
     } else {
-      add_streamed_optima(group, budgets, options, exact, out);
+      add_streamed_optima(group, budgets, options, exact, rows, out);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (HeadEvaluation& e : out) e.optimum_seconds = seconds;

@@ -99,6 +99,16 @@ struct HeadEvaluationOptions {
   /// machine). With 2 or more, policies and an optimum, the policies run on a thread of their own
   /// beside the optimum. Results do not depend on it.
   int threads = 1;
+  /// Query rows R (query_rows.hpp; empty: every row). When given, the oracle, the optimum and the
+  /// schedules' step masses are those of the row-restricted gains W' (W'_ij = W_ij for i ∈ R, else
+  /// 0) on every path (stored double, stored float, streamed): the optimum is the most mass an
+  /// irreversible cache keeps on R's rows, its value and step_mass count R's rows only (0 on the
+  /// others), and the oracle is U_i on R's rows, 0 on the others (an upper bound on any schedule's
+  /// R-mass; its chosen sets are the full rows' choice on every row, step_oracle.hpp
+  /// restrict_to_rows). The policies' traces are unchanged
+  /// (full rows). Indices in [0, n), any order, duplicates merged; evaluate_head_budgets throws
+  /// InputError("evaluate_head", "optimum_rows", ...) otherwise.
+  std::vector<int> optimum_rows{};
 };
 
 /// Up to this many tokens the optimum stores the gains in double (8 bytes per entry of the lower
@@ -132,7 +142,8 @@ struct HeadEvaluation {
   /// compare them with the policies' double masses at mass_order_slack(true).
   bool float_gains = false;
   /// The per-step retained mass (sum over the group's query heads) of each schedule of
-  /// HeadEvaluationOptions::schedules at this budget, on the same gains as the optimum.
+  /// HeadEvaluationOptions::schedules at this budget, on the same gains as the optimum (restricted
+  /// to HeadEvaluationOptions::optimum_rows when given: 0 on the other rows).
   std::vector<Eigen::VectorXd> schedule_step_mass{};
 };
 

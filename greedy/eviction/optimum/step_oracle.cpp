@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 #include "greedy/eviction/process/cache_schedule.hpp"
 
@@ -92,5 +94,16 @@ std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const
 
 template std::vector<StepOracle> step_oracles<float>(const TriangularGains<float>&, const std::vector<int>&, bool);
 template std::vector<StepOracle> step_oracles<double>(const TriangularGains<double>&, const std::vector<int>&, bool);
+
+void restrict_to_rows(StepOracle& oracle, const std::vector<char>& mask) {
+  if (Eigen::Index(mask.size()) != oracle.per_step.size()) {
+    throw std::invalid_argument("restrict_to_rows: the mask has " + std::to_string(mask.size()) +
+                                " entries for an oracle of " + std::to_string(oracle.per_step.size()) + " steps");
+  }
+  for (Eigen::Index i = 0; i < oracle.per_step.size(); ++i) {
+    if (!mask[std::size_t(i)]) oracle.per_step[i] = 0.0;
+  }
+  oracle.total = oracle.per_step.sum();
+}
 
 }  // namespace subevict::greedy

@@ -37,4 +37,11 @@ template <class Scalar>
 std::vector<StepOracle> step_oracles(const TriangularGains<Scalar>& gains, const std::vector<int>& budgets,
                                      bool keep_sets = false);
 
+/// The oracle of the R-mass (query_rows.hpp) from the oracle of the whole gains: U_i kept on the
+/// rows of `mask`, 0 on the others, total = Σ_{i ∈ R} U_i (the oracle of the row-restricted gains W',
+/// since row i of W' is row i of W for i ∈ R). `chosen` is left as it is: on every row the full row's
+/// choice, also where the row earns nothing. Throws std::invalid_argument unless mask has one entry
+/// per step.
+void restrict_to_rows(StepOracle& oracle, const std::vector<char>& mask);
+
 }  // namespace subevict::greedy

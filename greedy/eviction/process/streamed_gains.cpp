@@ -2,10 +2,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/input_error.hpp"
 
@@ -60,10 +62,20 @@ void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)
       const int first_key = chunk * GainTile::kKeys;
       for (int first_row = first_key / GainTile::kRows * GainTile::kRows; first_row < n_ && !failed.load();
            first_row += GainTile::kRows) {
-        heads_.front().tile(first_row, first_key, scratch, sum.data());
-        for (std::size_t h = 1; h < heads_.size(); ++h) {
-          heads_[h].tile(first_row, first_key, scratch, head.data());
-          for (int e = 0; e < kEntries; ++e) sum[e] += head[e];
+        if (!row_blocks_.empty() && !row_blocks_[std::size_t(first_row / GainTile::kRows)]) {
+          std::fill(sum.begin(), sum.end(), 0.0);  // no row of R in the block: nothing to compute
+        } else {
+          heads_.front().tile(first_row, first_key, scratch, sum.data());
+          for (std::size_t h = 1; h < heads_.size(); ++h) {
+            heads_[h].tile(first_row, first_key, scratch, head.data());
+            for (int e = 0; e < kEntries; ++e) sum[e] += head[e];
+          }
+        }
+        if (!rows_.empty()) {
+          for (int r = 0; r < GainTile::kRows && first_row + r < n_; ++r) {
+            if (rows_[std::size_t(first_row + r)]) continue;
+            for (int c = 0; c < GainTile::kKeys; ++c) sum[std::size_t(c) * GainTile::kRows + r] = 0.0;
+          }
         }
         try {
           visit(thread, GainTile{first_row, first_key, sum.data()});
@@ -78,7 +90,20 @@ void StreamedGains::for_each_tile(const std::function<void(int, const GainTile&)
   if (failure) std::rethrow_exception(failure);
 }
 
+void StreamedGains::restrict_to_rows(std::vector<char> mask) {
+  if (int(mask.size()) != n_) {
+    throw std::invalid_argument("StreamedGains::restrict_to_rows: the mask has " + std::to_string(mask.size()) +
+                                " entries for " + std::to_string(n_) + " rows");
+  }
+  rows_ = std::move(mask);
+  row_blocks_.assign(std::size_t((n_ + GainTile::kRows - 1) / GainTile::kRows), 0);
+  for (int i = 0; i < n_; ++i) row_blocks_[std::size_t(i / GainTile::kRows)] |= rows_[std::size_t(i)];
+  diagonal_sum_ = 0.0;
+  for (int j = 0; j < n_; ++j) diagonal_sum_ += entry(j, j);
+}
+
 double StreamedGains::entry(int i, int j) const {
+  if (!rows_.empty() && !rows_[std::size_t(i)]) return 0.0;
   double sum = 0.0;
   for (const CausalWeightTiles& head : heads_) sum += head.weight(i, j);
   return sum;

@@ -73,6 +73,13 @@ class StreamedGains {
   /// number.
   [[nodiscard]] double diagonal_sum() const { return diagonal_sum_; }
 
+  /// From now on W is restricted to the rows of `mask` (query_rows.hpp: W'_ij = W_ij where
+  /// mask[i], else 0): every tile, entry and the diagonal sum are W''s. A tile whose row block
+  /// holds no row of R is not computed (all 0), the others are computed whole and the other rows
+  /// zeroed: a pass costs the attention of R's row blocks only. Throws std::invalid_argument unless
+  /// mask has n entries.
+  void restrict_to_rows(std::vector<char> mask);
+
  private:
   /// Checks the group and the threads; sets n_.
   void prepare(const HeadGroup& group);
@@ -81,6 +88,8 @@ class StreamedGains {
   int n_ = 0;
   int threads_ = 1;
   double diagonal_sum_ = 0.0;
+  std::vector<char> rows_;  ///< empty: every row; else the mask of restrict_to_rows
+  std::vector<char> row_blocks_;  ///< per block of GainTile::kRows rows: holds a row of rows_
   mutable std::size_t passes_ = 0;
 };
 
