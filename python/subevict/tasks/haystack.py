@@ -21,7 +21,7 @@ LICENSES = {
 # `licenses`: the six longest-standing texts one after another (about 25k tokens of prose).
 ALIASES = {"licenses": ("gpl-3", "gfdl-1.3", "apache-2.0", "mpl-2.0", "lgpl-2.1", "artistic")}
 NOISE = "noise"
-# The filler of the passkey task (Mohtashami and Jaggi's landmark-attention test, RULER's noise).
+# The filler of the passkey task (the classic passkey retrieval test, RULER's noise).
 NOISE_SENTENCES = ("The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.",
                    "There and back again.")
 # A sentence ends at . ! ? or ; followed by whitespace (the licenses' long enumerations split at

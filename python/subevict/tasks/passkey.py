@@ -1,4 +1,4 @@
-"""The passkey task (Mohtashami and Jaggi's landmark-attention test): a 5-digit pass key stated
+"""The passkey task (the classic passkey retrieval test): a 5-digit pass key stated
 once in a repeated filler, asked at the end."""
 
 from __future__ import annotations
