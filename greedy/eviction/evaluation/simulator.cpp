@@ -28,10 +28,6 @@ void validate_options(const SimulationOptions& options, int n) {
   if (options.threads < 1) throw std::invalid_argument("simulate: threads must be >= 1");
 }
 
-[[noreturn]] void contract_error(const EvictionPolicy& policy, int step, const std::string& what) {
-  throw std::logic_error("eviction policy " + policy.name() + " at step " + std::to_string(step) + ": " + what);
-}
-
 }  // namespace
 
 int Budget::resolve(int tokens, int prefill) const {
@@ -130,43 +126,12 @@ Trace simulate(const HeadGroup& input, EvictionPolicy& policy, const SimulationO
     }
   }
   if (prefill) {
-    const std::vector<Token> kept = policy.prefill();
-    if (int(kept.size()) > k || !std::is_sorted(kept.begin(), kept.end()) ||
-        std::adjacent_find(kept.begin(), kept.end()) != kept.end() ||
-        (!kept.empty() && (kept.front() < 0 || kept.back() >= options.prefill))) {
-      contract_error(policy, options.prefill - 1, "prefill must keep at most k distinct prompt tokens, ascending");
-    }
-    // The tokens step P no longer sees leave with the window first: neither kept nor evicted (so
-    // the cache, its slot order included, depends only on what the rule did with visible tokens).
-    const Token visible = first_visible_key(start, input.window);
-    std::size_t next = 0;
-    for (Token t = 0; t < options.prefill; ++t) {
-      const bool keep = next < kept.size() && kept[next] == t;
-      if (keep) ++next;
-      if (t < visible) continue;
-      if (keep) {
-        head.admit(t);
-      } else {
-        trace.prefill_evicted.push_back(t);
-      }
-    }
-    if (!trace.prefill_evicted.empty()) head.mark_loss();
+    trace.prefill_evicted = run_prefill_rule(head, policy, options.prefill, k, input.window);
     if (options.record_cache) trace.cache[std::size_t(start - 1)] = head.sorted();
   }
 
   for (int i = start; i < n; ++i) {
-    // The token leaving the window leaves first: the step is full only when G_i without it is
-    // still over k (then that token is not in G_i, and the policy evicts one member).
-    const bool full = head.size_without_eviction(i) > k;
-    const StepView view = head.arrive(i, full);
-    const Token evicted = policy.step(view);
-    if (!full) {
-      if (evicted != kNoEviction) contract_error(policy, i, "evicted while the cache was not full");
-    } else if (evicted == kNoEviction || !head.evict(evicted)) {
-      contract_error(policy, i, "a full step must evict one member of G_i, got " + std::to_string(evicted));
-    }
-    trace.steps[std::size_t(i)].evicted = evicted;
-    head.leave_window(i);  // the token step i + 1 no longer sees leaves the cache; not an eviction
+    trace.steps[std::size_t(i)].evicted = run_policy_step(head, policy, i, k);
     if (options.record_cache) trace.cache[std::size_t(i)] = head.sorted();
     if (options.on_steps && ((i + 1) % kStepReport == 0 || i + 1 == n)) options.on_steps(i + 1, n);
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "core/attention.hpp"
 #include "core/cached_scores.hpp"
@@ -117,6 +118,7 @@ void StreamingHead::start_block(int i) {
   block_tokens_.assign(cache_.tokens.begin(), cache_.tokens.begin() + cache_.size);
   for (Token t = i; t < block_end_; ++t) block_tokens_.push_back(t);
   std::sort(block_tokens_.begin(), block_tokens_.end());
+  if (column_.size() < std::size_t(block_end_)) column_.resize(std::size_t(block_end_), -1);  // the group grew
   const int u = int(block_tokens_.size()), steps = block_end_ - i;
   for (int c = 0; c < u; ++c) column_[std::size_t(block_tokens_[std::size_t(c)])] = c;
   if (blocked_scores_) {
@@ -251,6 +253,53 @@ Token StreamingHead::window_exit(int i) const {
 void StreamingHead::leave_window(int i) {
   const Token t = window_exit(i);
   if (t != kNoEviction) cache_.remove(t);
+}
+
+namespace {
+
+[[noreturn]] void contract_error(const EvictionPolicy& policy, int step, const std::string& what) {
+  throw std::logic_error("eviction policy " + policy.name() + " at step " + std::to_string(step) + ": " + what);
+}
+
+}  // namespace
+
+Token run_policy_step(StreamingHead& head, EvictionPolicy& policy, int i, int k) {
+  const bool full = head.size_without_eviction(i) > k;
+  const StepView view = head.arrive(i, full);
+  const Token evicted = policy.step(view);
+  if (!full) {
+    if (evicted != kNoEviction) contract_error(policy, i, "evicted while the cache was not full");
+  } else if (evicted == kNoEviction || !head.evict(evicted)) {
+    contract_error(policy, i, "a full step must evict one member of G_i, got " + std::to_string(evicted));
+  }
+  head.leave_window(i);  // the token step i + 1 no longer sees leaves the cache; not an eviction
+  return evicted;
+}
+
+std::vector<Token> run_prefill_rule(StreamingHead& head, EvictionPolicy& policy, int prefill, int k, int window) {
+  const std::vector<Token> kept = policy.prefill();
+  if (int(kept.size()) > k || !std::is_sorted(kept.begin(), kept.end()) ||
+      std::adjacent_find(kept.begin(), kept.end()) != kept.end() ||
+      (!kept.empty() && (kept.front() < 0 || kept.back() >= prefill))) {
+    contract_error(policy, prefill - 1, "prefill must keep at most k distinct prompt tokens, ascending");
+  }
+  // The tokens step P no longer sees leave with the window first: neither kept nor evicted (so
+  // the cache, its slot order included, depends only on what the rule did with visible tokens).
+  const Token visible = first_visible_key(prefill, window);
+  std::vector<Token> dropped;
+  std::size_t next = 0;
+  for (Token t = 0; t < prefill; ++t) {
+    const bool keep = next < kept.size() && kept[next] == t;
+    if (keep) ++next;
+    if (t < visible) continue;
+    if (keep) {
+      head.admit(t);
+    } else {
+      dropped.push_back(t);
+    }
+  }
+  if (!dropped.empty()) head.mark_loss();
+  return dropped;
 }
 
 }  // namespace subevict::greedy

@@ -136,4 +136,18 @@ class StreamingHead {
   Eigen::VectorXd step_scores_;
 };
 
+/// Streaming step i of `policy` on `head` with budget k (the body of simulate's loop): the token
+/// leaving the window leaves first, so the step is full only when G_i without it is still over k;
+/// token i arrives, the policy decides, its eviction is applied, then the window's token leaves.
+/// Returns the evicted member or kNoEviction. Throws std::logic_error naming the policy when it
+/// evicts while not full, or evicts nothing or a non-member when full.
+Token run_policy_step(StreamingHead& head, EvictionPolicy& policy, int i, int k);
+
+/// The prefill rule at the end of step P − 1 (P = `prefill` > k): asks policy.prefill(), admits
+/// the kept tokens step P still sees (`window`: HeadGroup::window) into the empty `head`, marks
+/// the loss, and returns the dropped visible tokens ascending (Trace::prefill_evicted). Throws
+/// std::logic_error naming the policy when it keeps more than k, unsorted, repeated or
+/// non-prompt tokens.
+std::vector<Token> run_prefill_rule(StreamingHead& head, EvictionPolicy& policy, int prefill, int k, int window);
+
 }  // namespace subevict::greedy

@@ -76,10 +76,12 @@ class CompactorPolicy final : public SetScoredPolicy<CompactorPolicy> {
       throw InputError("policy", "compactor: blending", "a finite weight (negative: the compression ratio)",
                        std::to_string(blending_));
     }
-    vnorm_ = value_norms(*context().input);
+    vnorm_.clear();
+    rows_added(0);
     seen_ = 0;
     score_.assign(std::size_t(context().tokens), 0.0);
   }
+  void rows_added(int from) override { extend_row_norms(context().input->v, from, vnorm_); }
   [[nodiscard]] bool eligible(int step, Token t) const { return t >= start_ && t <= step - end_; }
   [[nodiscard]] Token scored_from() const { return start_; }
   void on_query(int i) { seen_ = i + 1; }

@@ -36,14 +36,19 @@ class CurPolicy final : public SetScoredPolicy<CurPolicy> {
                        std::to_string(sinks_));
     }
     if (window_ < 1) throw InputError("policy", "cur: local_window_size", ">= 1", std::to_string(window_));
+    k2_.clear();
+    v2_.clear();
+    rows_added(0);
+    score_.assign(std::size_t(context().tokens), 0.0);
+  }
+  void rows_added(int from) override {
     const HeadGroup& in = *context().input;
     k2_.resize(std::size_t(in.k.rows()));
     v2_.resize(std::size_t(in.v.rows()));
-    for (Eigen::Index t = 0; t < in.k.rows(); ++t) {
+    for (Eigen::Index t = from; t < in.k.rows(); ++t) {
       k2_[std::size_t(t)] = in.k.row(t).cast<double>().squaredNorm();
       v2_[std::size_t(t)] = in.v.row(t).cast<double>().squaredNorm();
     }
-    score_.assign(std::size_t(context().tokens), 0.0);
   }
   [[nodiscard]] bool eligible(int, Token t) const { return t >= sinks_; }
 

@@ -68,6 +68,13 @@ class EvictionPolicy {
   /// until the next reset). Throws InputError when the policy's parameters do not fit the budget.
   virtual void reset(const PolicyContext& context) = 0;
 
+  /// The group grew: context.input now holds rows `from`.. beyond those it held at reset or at the
+  /// last call (earlier rows unchanged; context.tokens already counted them). Called by a
+  /// resumable run (greedy/eviction/evaluation/resumable_simulation.hpp) before the new steps; a
+  /// policy that derives per-token values from the rows at reset extends them here. The default
+  /// does nothing, right for every policy that derives nothing from the rows at reset.
+  virtual void rows_added(int from) { (void)from; }
+
   /// False when the policy does not compress this (layer, KV head) at all (l2norm's skipped
   /// layers): the simulator then runs with budget n, so nothing is ever evicted. Valid after reset.
   [[nodiscard]] virtual bool compresses() const { return true; }

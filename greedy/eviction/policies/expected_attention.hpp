@@ -52,9 +52,10 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
     outer_.assign(in.q.size(), Eigen::MatrixXd::Zero(d, d));
     count_ = 0;
     score_.assign(std::size_t(context().tokens), 0.0);
-    vnorm_of_.resize(std::size_t(in.v.rows()));
-    for (Eigen::Index t = 0; t < in.v.rows(); ++t) vnorm_of_[std::size_t(t)] = in.v.row(t).cast<double>().norm();
+    vnorm_of_.clear();
+    rows_added(0);
   }
+  void rows_added(int from) override { extend_row_norms(context().input->v, from, vnorm_of_); }
   [[nodiscard]] bool eligible(int, Token t) const { return t >= sinks_; }
   [[nodiscard]] Token scored_from() const { return sinks_; }
   void on_query(int i) { add_query(i); }

@@ -24,11 +24,11 @@ class KeyDiffPolicy final : public SetScoredPolicy<KeyDiffPolicy> {
   [[nodiscard]] std::string name() const override { return "keydiff"; }
   // The rule (RankedPolicy hooks).
   void on_reset() {
-    const ConstHeadMap& k = context().input->k;
-    norm_.resize(std::size_t(k.rows()));
-    for (Eigen::Index t = 0; t < k.rows(); ++t) norm_[std::size_t(t)] = k.row(t).cast<double>().norm();
-    score_.assign(std::size_t(k.rows()), 0.0);
+    norm_.clear();
+    score_.assign(std::size_t(context().tokens), 0.0);
+    rows_added(0);
   }
+  void rows_added(int from) override { extend_row_norms(context().input->k, from, norm_); }
 
   void score_members(const std::vector<Token>& members) {
     const ConstHeadMap& k = context().input->k;

@@ -24,11 +24,11 @@ class L2NormPolicy final : public RankedPolicy<L2NormPolicy> {
   [[nodiscard]] bool compresses() const override { return compresses_; }
   // The rule (RankedPolicy hooks).
   void on_reset() {
-    const ConstHeadMap& k = context().input->k;
-    norm_.resize(std::size_t(k.rows()));
-    for (Eigen::Index t = 0; t < k.rows(); ++t) norm_[std::size_t(t)] = k.row(t).cast<double>().norm();
+    norm_.clear();
+    rows_added(0);
     compresses_ = std::find(skipped_.begin(), skipped_.end(), context().input->layer) == skipped_.end();
   }
+  void rows_added(int from) override { extend_row_norms(context().input->k, from, norm_); }
   [[nodiscard]] double key(int, Token t) const { return -norm_[std::size_t(t)]; }
 
  private:

@@ -60,13 +60,6 @@ inline std::vector<double> non_causal_chunked_attention(const HeadGroup& in, con
   return pool_positions(weighted, 3, false);
 }
 
-/// ‖v_t‖ for every token of `in`.
-inline std::vector<double> value_norms(const HeadGroup& in) {
-  std::vector<double> norm(std::size_t(in.v.rows()));
-  for (Eigen::Index t = 0; t < in.v.rows(); ++t) norm[std::size_t(t)] = in.v.row(t).cast<double>().norm();
-  return norm;
-}
-
 /// Rule, with C = `chunk_size` ≥ 1: over M = G_i (the prompt at prefill), in ascending order,
 /// score_t = non_causal_chunked_attention(M, C) (each member attends with its own query to its
 /// chunk, later members included; kvpress's padding of a short last chunk). Once full, evict the
@@ -81,9 +74,11 @@ class NonCausalAttentionPolicy final : public SetScoredPolicy<NonCausalAttention
   // The rule (RankedPolicy hooks).
   void on_reset() {
     if (chunk_ < 1) throw InputError("policy", "non_causal_attention: chunk_size", ">= 1", std::to_string(chunk_));
-    vnorm_ = value_norms(*context().input);
+    vnorm_.clear();
+    rows_added(0);
     score_.assign(std::size_t(context().tokens), 0.0);
   }
+  void rows_added(int from) override { extend_row_norms(context().input->v, from, vnorm_); }
   void score_members(const std::vector<Token>& members) {
     const std::vector<double> a = non_causal_chunked_attention(*context().input, members, chunk_, vnorm_);
     for (std::size_t r = 0; r < members.size(); ++r) score_[std::size_t(members[r])] = a[r];

@@ -122,4 +122,9 @@ HeavyRecent split_budget(int budget, double heavy_ratio, int heavy, int recent, 
   return split;
 }
 
+void extend_row_norms(const ConstHeadMap& rows, int from, std::vector<double>& norms) {
+  norms.resize(std::size_t(rows.rows()));
+  for (Eigen::Index t = from; t < rows.rows(); ++t) norms[std::size_t(t)] = rows.row(t).cast<double>().norm();
+}
+
 }  // namespace subevict::greedy::policies

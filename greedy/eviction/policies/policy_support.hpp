@@ -143,6 +143,10 @@ class SetScoredPolicy : public RankedPolicy<Derived> {
   [[nodiscard]] Derived& self() { return static_cast<Derived&>(*this); }
 };
 
+/// Extends `norms` (which holds ‖row t‖₂ of `rows` for t < from) to every row of `rows`: the
+/// per-token norms a policy derives at reset and, when the group grows, in rows_added(from).
+void extend_row_norms(const ConstHeadMap& rows, int from, std::vector<double>& norms);
+
 /// sum, mean or max of `values` (non-empty).
 [[nodiscard]] double aggregate(GroupAggregation rule, std::span<const double> values);
 
