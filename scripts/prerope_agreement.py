@@ -8,8 +8,8 @@ the first k + 1 tokens compressed to k, G_k = tokens 0..k. kvpress 0.5.5's press
 its wheel by scripts/kvpress_wheel.py, never copied) score the KV head from the true pre-RoPE
 queries and keys, the cache's keys rotated by Llama's rotary embedding on the recorded base, and
 the values; the evicted token is the one outside kvpress's top k. subevict runs the same-named
-policy with budget k on the workload cut to k + 1 tokens, once with its pre-RoPE tensors ("pre") and once without
-them ("post", the post-RoPE approximation), and reports its step-k eviction.
+policy with budget k on the workload cut to k + 1 tokens, once with its pre-RoPE tensors ("pre")
+and once without them ("post", the post-RoPE approximation), and reports its step-k eviction.
 
 kvpress is fed one KV head at a time (its module's num_attention_heads is the group size), so the
 layer-wide z-scores of compactor/leverage are per head, as subevict computes them. Settings:

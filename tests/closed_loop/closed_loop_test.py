@@ -564,7 +564,7 @@ def test_command_writes_results_report_and_figures(setup, tmp_path):
     assert "closed loop:" in result.stderr  # progress
 
 
-BUDGET_EXPECTED = (r"closed_loop: --budgets: expected a ratio in \(0, 1\) of the sequence length or an "
+BUDGET_EXPECTED = (r"^--budgets: expected a ratio in \(0, 1\) of the sequence length or an "
                    r"integer size in \[1, 2147483647\], got ")
 
 
@@ -577,7 +577,7 @@ BUDGET_EXPECTED = (r"closed_loop: --budgets: expected a ratio in \(0, 1\) of the
     (["--budgets", "2.5"], BUDGET_EXPECTED + r"2\.5$"),
     (["--budgets", "1e400"], BUDGET_EXPECTED + r"1e400$"),
     (["--budgets", "0.1,ten"], BUDGET_EXPECTED + r"ten$"),
-    (["--budgets", ","], r"closed_loop: --budgets: expected at least one budget, got ,$"),
+    (["--budgets", ","], r"^--budgets: expected at least one budget, got ,$"),
     (["--tokens", "100000"], r"fewer than --tokens 100000"),
     (["--gguf", TEXT], r"is not a GGUF file"),
     (["--workers", "0"], r"--workers"),
