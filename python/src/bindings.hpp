@@ -27,6 +27,7 @@ void bind_errors(nb::module_& m);
 void bind_workload(nb::module_& m);
 void bind_simulate(nb::module_& m);
 void bind_streaming_cache(nb::module_& m);
+void bind_statistics(nb::module_& m);
 void bind_optimum(nb::module_& m);
 void bind_set_functions(nb::module_& m);
 void bind_verify(nb::module_& m);

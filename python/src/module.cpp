@@ -9,6 +9,7 @@ NB_MODULE(_subevict, m) {
   bind_workload(m);
   bind_simulate(m);
   bind_streaming_cache(m);
+  bind_statistics(m);
   bind_optimum(m);
   bind_set_functions(m);
   bind_verify(m);

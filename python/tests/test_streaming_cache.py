@@ -21,11 +21,12 @@ def test_a_prompt_then_single_tokens_give_the_simulators_caches(policy):
     reference = cell["policies"][policy]
     run = _subevict.StreamingCache(policy, budget, g, w.head_dim, w.score_scale, seed=seed, capacity=w.tokens,
                                    model_layer=layer, kv_head=kv)
-    evicted, cache = run.extend(q[:, :prompt], k[:prompt], v[:prompt])
+    c = np.ascontiguousarray
+    evicted, cache = run.extend(c(q[:, :prompt]), c(k[:prompt]), c(v[:prompt]))
     assert np.array_equal(evicted, reference["evicted"][:prompt])
     assert np.array_equal(cache, reference["cache"][prompt - 1])
     for i in range(prompt, w.tokens):
-        evicted, cache = run.extend(q[:, i:i + 1], k[i:i + 1], v[i:i + 1])
+        evicted, cache = run.extend(c(q[:, i:i + 1]), c(k[i:i + 1]), c(v[i:i + 1]))
         assert evicted.tolist() == [reference["evicted"][i]]
         assert np.array_equal(cache, reference["cache"][i]), f"step {i}"
     assert run.tokens == w.tokens
