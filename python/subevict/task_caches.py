@@ -1,0 +1,306 @@
+"""The caches of the task loop, per protocol (docs/tasks.md "Protocols" and "References").
+
+Each cache answers, per evicting layer of one run: keep(layer, q, k, v), the keep mask of the
+teacher-forced rows [first_row, n) from the layer's q, k, v at every position; resume(layer,
+tape, start), getting ready to decode from position `start` (the rows before it are the tape's);
+keys(layer, i, q, k, v), the key positions query i attends over while decoding (k, v: the
+layer's keys and values up to i). A cache built for one run holds that run's state.
+
+streaming (decode-time eviction: G_i = S_{i-1} + {i} at every step, the process of
+docs/eviction.md): a built-in policy (its state carried from the teacher-forced rows into
+generation by _subevict.StreamingCache), `opt` (the exact mass optimum of the layer's rows), `opt-answer`
+(the same solver with every row's gain 0 but the question's and the answer's), `topk` (the
+reversible per-step oracle), `full`.
+prefill (one-shot compression of the rows [0, c) before the decoded part, kvpress's protocol;
+`prefill-question` when the question is inside them): a built-in policy's prefill rule, `opt`
+(the k keys of [0, c) with the most attention from the compressed rows themselves, summed over
+rows and query heads), `opt-answer` (the k keys with the most attention from the decoded rows),
+`topk` (each decoded row's own k keys of [0, c)), `full`. Every decoded row also sees every
+decoded position before it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _subevict
+from .models import causal_keep, keep_from_last_step
+
+REFERENCES = ("full", "opt", "opt-answer", "topk")
+
+
+def _contiguous(tensor):
+    return np.ascontiguousarray(tensor.numpy())
+
+
+def _group_rows(q, h, group, rows):
+    return _contiguous(q[h * group:(h + 1) * group, rows])
+
+
+def _evicted_to_last_step(evicted, n):
+    """The schedule t_j (models.keep_from_last_step's) from the evicted token of each step."""
+    last = np.full(n, n - 1, dtype=np.int64)
+    for step, token in enumerate(evicted):
+        if token >= 0:
+            last[token] = step - 1
+    return last
+
+
+def _keys_from_schedule(last_step, i):
+    """Per KV head the keys query i attends over under schedules last_step [kv_heads, n]:
+    {j < i : i <= t_j + 1} + {i}."""
+    import torch
+
+    return [torch.cat([torch.from_numpy(np.flatnonzero(row[:i] + 1 >= i)), torch.tensor([i])]) for row in last_step]
+
+
+def _top_keys(weights, count):
+    """The `count` positions of the largest weights (float64 [m]), ascending; ties to the earlier."""
+    import torch
+
+    order = np.lexsort((np.arange(weights.shape[0]), -weights.numpy()))[:count]
+    return torch.from_numpy(np.sort(order).astype(np.int64))
+
+
+class StreamingPolicy:
+    """A built-in policy in the streaming protocol."""
+
+    def __init__(self, spec, budget, seed, model):
+        self.spec, self.budget, self.seed, self.model = spec, int(budget), int(seed), model
+        self.group = model.q_heads // model.kv_heads
+        self.state = {}
+
+    def _run(self, layer, h, capacity):
+        m = self.model
+        return _subevict.StreamingCache(self.spec, self.budget, self.group, m.head_dim, m.score_scale,
+                                        seed=self.seed, capacity=capacity, model_layer=layer, kv_head=h)
+
+    def keep(self, layer, q, k, v):
+        n = k.shape[1]
+        last = []
+        for h in range(k.shape[0]):
+            evicted, _ = self._run(layer, h, n).extend(_group_rows(q, h, self.group, slice(0, n)),
+                                                       _contiguous(k[h]), _contiguous(v[h]))
+            last.append(_evicted_to_last_step(evicted, n))
+        return keep_from_last_step(np.stack(last))
+
+    def resume(self, layer, tape, start):
+        n = tape.k[layer].shape[1]
+        runs, caches = [], []
+        for h in range(self.model.kv_heads):
+            run = self._run(layer, h, n)
+            _, cache = run.extend(_group_rows(tape.q[layer], h, self.group, slice(0, start)),
+                                  _contiguous(tape.k[layer][h, :start]), _contiguous(tape.v[layer][h, :start]))
+            runs.append(run), caches.append(cache)
+        self.state[layer] = (runs, caches)
+
+    def keys(self, layer, i, q, k, v):
+        import torch
+
+        runs, caches = self.state[layer]
+        kept = [torch.cat([torch.from_numpy(c.astype(np.int64)), torch.tensor([i])]) for c in caches]
+        for h, run in enumerate(runs):
+            _, caches[h] = run.extend(_contiguous(q[h * self.group:(h + 1) * self.group]),
+                                      _contiguous(k[h, i:i + 1]), _contiguous(v[h, i:i + 1]))
+        return kept
+
+
+class StreamingSchedule:
+    """`opt` or `opt-answer` in the streaming protocol: the exact optimum's schedule per KV head on
+    the layer's teacher-forced rows (opt-answer: gains of the rows `rows` only), held fixed while
+    decoding (the decoded positions are those of the gold answer's, whose rows it was solved
+    on)."""
+
+    def __init__(self, budget, rows, model):
+        self.budget, self.rows, self.model = int(budget), rows, model
+        self.schedules, self.values = {}, {}
+
+    def keep(self, layer, q, k, v):
+        workload = _subevict.Workload(q.numpy()[None], k.numpy()[None], v.numpy()[None],
+                                      score_scale=self.model.score_scale)
+        last, values = [], []
+        for h in range(k.shape[0]):
+            [cell] = _subevict._simulate(workload, [], [float(self.budget)], [0], [h], "flow", 1e-4, 0, 16,
+                                         False, False, int(layer), False, optimum_rows=self.rows)
+            last.append(np.asarray(cell["optimum"]["last_step"], dtype=np.int64))
+            values.append(cell["optimum"]["total"])
+        self.schedules[layer], self.values[layer] = np.stack(last), values
+        return keep_from_last_step(self.schedules[layer])
+
+    def resume(self, layer, tape, start):
+        pass
+
+    def keys(self, layer, i, q, k, v):
+        return _keys_from_schedule(self.schedules[layer], i)
+
+
+class StreamingTopk:
+    """`topk` in the streaming protocol: at each step each KV head keeps the k past keys with the
+    most attention from the step's query, summed over its query heads (evicted keys may return)."""
+
+    def __init__(self, budget, model):
+        self.budget, self.model = int(budget), model
+        self.group = model.q_heads // model.kv_heads
+
+    def _row_keys(self, weights, i):
+        import torch
+
+        if i <= self.budget:
+            return torch.arange(i + 1)
+        return torch.cat([_top_keys(weights[:i], self.budget), torch.tensor([i])])
+
+    def keep(self, layer, q, k, v):
+        from .models import keep_from_sets
+
+        workload = _subevict.Workload(q.numpy()[None], k.numpy()[None], v.numpy()[None],
+                                      score_scale=self.model.score_scale)
+        chosen = []
+        for h in range(k.shape[0]):
+            [cell] = _subevict._simulate(workload, [], [float(self.budget)], [0], [h], "oracle", 1e-4, 0, 16,
+                                         False, False, int(layer), True)
+            chosen.append(cell["oracle"]["chosen"])
+        return keep_from_sets(chosen, k.shape[0], k.shape[1])
+
+    def resume(self, layer, tape, start):
+        pass
+
+    def keys(self, layer, i, q, k, v):
+        from .task_forward import row_attention
+
+        weights = row_attention(q, k, self.model.score_scale, i, self.group)
+        return [self._row_keys(weights[h, 0], i) for h in range(k.shape[0])]
+
+
+class Full:
+    """`full`: every key (a protocol's own full-cache run)."""
+
+    def __init__(self, model, first_row):
+        self.model, self.first_row = model, first_row
+
+    def keep(self, layer, q, k, v):
+        return causal_keep(k.shape[1], k.shape[0])[:, self.first_row:]
+
+    def resume(self, layer, tape, start):
+        pass
+
+    def keys(self, layer, i, q, k, v):
+        import torch
+
+        return [torch.arange(i + 1)] * k.shape[0]
+
+
+class PrefillSet:
+    """A cache of the prefill protocols: per KV head a set S of the compressed rows [0, c), chosen
+    once per layer by `choose(layer, q, k, v)` ([kv_heads] of int64 tensors, ascending); the rows
+    from c on attend over S and every position in [c, i]."""
+
+    def __init__(self, c, choose):
+        self.c, self.choose, self.sets = c, choose, {}
+
+    def keep(self, layer, q, k, v):
+        import torch
+
+        n = k.shape[1]
+        self.sets[layer] = self.choose(layer, q, k, v)
+        keep = causal_keep(n, k.shape[0])[:, self.c:].clone()
+        keep[:, :, :self.c] = False
+        for h, members in enumerate(self.sets[layer]):
+            keep[h][:, members] = True
+        return keep
+
+    def resume(self, layer, tape, start):
+        pass
+
+    def keys(self, layer, i, q, k, v):
+        import torch
+
+        return [torch.cat([members, torch.arange(self.c, i + 1)]) for members in self.sets[layer]]
+
+
+def prefill_policy(spec, budget, seed, model, c):
+    """A built-in policy's one-shot decision on the rows [0, c) (its prefill rule, the k kept)."""
+    import torch
+
+    group = model.q_heads // model.kv_heads
+
+    def choose(layer, q, k, v):
+        if budget >= c:
+            return [torch.arange(c)] * k.shape[0]
+        sets = []
+        for h in range(k.shape[0]):
+            run = _subevict.StreamingCache(spec, int(budget), group, model.head_dim, model.score_scale, seed=int(seed),
+                                           capacity=c, model_layer=layer, kv_head=h, prefill=c)
+            _, cache = run.extend(_group_rows(q, h, group, slice(0, c)), _contiguous(k[h, :c]),
+                                  _contiguous(v[h, :c]))
+            sets.append(torch.from_numpy(cache.astype(np.int64)))
+        return sets
+
+    return PrefillSet(c, choose)
+
+
+def attention_column_sums(q, k, scale, rows, group, block=256):
+    """Per KV head, the attention every key receives from the query rows `rows` (a range of
+    positions), each row's full-cache softmax summed over the rows and the group's query heads:
+    float64 [kv_heads, n]."""
+    from .task_forward import row_attention
+
+    import torch
+
+    total = torch.zeros(k.shape[0], k.shape[1], dtype=torch.float64)
+    for first in range(rows.start, rows.stop, block):
+        last = min(rows.stop, first + block)
+        total[:, :last] += row_attention(q[:, first:last], k[:, :last], scale, first, group).sum(1)
+    return total
+
+
+def prefill_mass_optimum(budget, model, c, rows):
+    """`opt` (rows = the compressed rows [0, c)) or `opt-answer` (rows = the decoded rows) of the
+    prefill protocols: the k keys of [0, c) with the most attention from `rows`, which is the
+    exact best k-set for those rows' retained mass (a set's mass is the sum of its keys')."""
+    import torch
+
+    group = model.q_heads // model.kv_heads
+
+    def choose(layer, q, k, v):
+        if budget >= c:
+            return [torch.arange(c)] * k.shape[0]
+        sums = attention_column_sums(q, k, model.score_scale, rows, group)
+        return [_top_keys(sums[h, :c], int(budget)) for h in range(k.shape[0])]
+
+    return PrefillSet(c, choose)
+
+
+class PrefillTopk:
+    """`topk` of the prefill protocols: each decoded row keeps its own k keys of [0, c) with the most
+    attention (full-cache softmax, summed over the group) and every position in [c, i]."""
+
+    def __init__(self, budget, model, c):
+        self.budget, self.model, self.c = int(budget), model, c
+        self.group = model.q_heads // model.kv_heads
+
+    def _row_keys(self, weights, i):
+        import torch
+
+        chosen = torch.arange(self.c) if self.budget >= self.c else _top_keys(weights[:self.c], self.budget)
+        return torch.cat([chosen, torch.arange(self.c, i + 1)])
+
+    def keep(self, layer, q, k, v):
+        from .task_forward import row_attention
+
+        import torch
+
+        n = k.shape[1]
+        weights = row_attention(q[:, self.c:], k, self.model.score_scale, self.c, self.group)
+        keep = torch.zeros(k.shape[0], n - self.c, n, dtype=torch.bool)
+        for h in range(k.shape[0]):
+            for r in range(n - self.c):
+                keep[h, r, self._row_keys(weights[h, r], self.c + r)] = True
+        return keep
+
+    def resume(self, layer, tape, start):
+        pass
+
+    def keys(self, layer, i, q, k, v):
+        from .task_forward import row_attention
+
+        weights = row_attention(q, k, self.model.score_scale, i, self.group)
+        return [self._row_keys(weights[h, 0], i) for h in range(k.shape[0])]
