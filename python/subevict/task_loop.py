@@ -103,7 +103,8 @@ def string_match(text, answers):
     return sum(a.lower() in lowered for a in answers) / len(answers)
 
 
-def run_one(model, sample, protocol, label, budget, budget_size, full, evict_layers, tokenizer, seed):
+def run_one(model, sample, protocol, label, budget, budget_size, full, evict_layers, tokenizer, seed,
+            trace=None):
     """One run: the teacher-forced pass, then the greedy decode from the first wrong token. `full`
     is the sample's full_pass tape (with inputs and last_prompt_logp, the log-probabilities at the
     prompt's last position: the prefill's, which prefill-question reads the first answer token
@@ -115,7 +116,16 @@ def run_one(model, sample, protocol, label, budget, budget_size, full, evict_lay
     prompt, answer = len(sample.ids), list(sample.answer_ids)
     cache = make_cache(label, protocol, budget_size, sample, model, seed)
     first_row = compressed_end(sample, protocol)
-    hidden, tape = cached_pass(model, ids, full, first_row, cache.keep, evict_layers)
+    keep_of_layer = cache.keep
+    if trace is not None:
+        trace.update(cache=cache, keep={})
+
+        def keep_of_layer(layer, q, k, v):
+            trace["keep"][layer] = cache.keep(layer, q, k, v)
+            return trace["keep"][layer]
+    hidden, tape = cached_pass(model, ids, full, first_row, keep_of_layer, evict_layers)
+    if trace is not None:
+        trace["tape"] = tape
     first = max(prompt - 1, first_row)  # the first row whose logits this pass computes
     logp = log_probabilities(model, hidden[first - first_row:prompt - 1 + len(answer) - first_row])
     if first_row > prompt - 1:  # prefill-question: the first answer token comes from the prefill
