@@ -192,14 +192,16 @@ def output_problem(out):
     return None
 
 
-def write(results, out):
-    """Writes report.md, the figures and results.json (last) into directory `out` (created)."""
+def write(results, out, markdown_of=None, figures_of=None):
+    """Writes report.md, the figures and results.json (last) into directory `out` (created):
+    markdown_of(results) and figures_of(results, out) (default this module's; the task loop's
+    report passes its own)."""
     os.makedirs(out, exist_ok=True)
-    stale = os.path.join(out, "results.json")
-    if os.path.exists(stale):
-        os.remove(stale)  # a directory with results.json is a complete report
-    results["notes"] = figures(results, out)
-    _write_atomic(os.path.join(out, "report.md"), markdown(results))
-    _write_atomic(stale, json.dumps(results, indent=1, allow_nan=False,
+    final = os.path.join(out, "results.json")
+    if os.path.exists(final):
+        os.remove(final)  # a directory with results.json is a complete report
+    results["notes"] = (figures_of or figures)(results, out)
+    _write_atomic(os.path.join(out, "report.md"), (markdown_of or markdown)(results))
+    _write_atomic(final, json.dumps(results, indent=1, allow_nan=False,
                                     default=lambda x: None if isinstance(x, float) and
                                     not math.isfinite(x) else str(x)) + "\n")

@@ -197,8 +197,6 @@ class PrefillSet:
         self.c, self.choose, self.sets = c, choose, {}
 
     def keep(self, layer, q, k, v):
-        import torch
-
         n = k.shape[1]
         self.sets[layer] = self.choose(layer, q, k, v)
         keep = causal_keep(n, k.shape[0])[:, self.c:].clone()

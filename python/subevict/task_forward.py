@@ -32,7 +32,7 @@ def full_pass(model, ids, logit_rows):
     the positions `logit_rows` (a slice), Tape with every layer's inputs)."""
     import torch
 
-    from .models import causal_keep
+    from .models import attend, causal_keep
 
     n = int(ids.shape[0])
     positions = torch.arange(n)
@@ -44,7 +44,7 @@ def full_pass(model, ids, logit_rows):
             q, k, v = model.attention_inputs(layer, hidden, positions)
             tape.q.append(q), tape.k.append(k), tape.v.append(v)
             keep = causal_keep(n, model.kv_heads, model.windows[layer])
-            heads = attend_rows(q, k, v, model.score_scale, keep, 0)
+            heads = attend(q, k, v, model.score_scale, keep)
             hidden = model.attention_output(layer, hidden, heads)
         logp = torch.log_softmax(model.logits(hidden[logit_rows]), dim=-1)
     return logp, tape
@@ -60,7 +60,7 @@ def cached_pass(model, ids, full, first_row, keep_of_layer, evict_layers):
     `log_probabilities` turns rows of them into next-token log-probabilities."""
     import torch
 
-    from .models import causal_keep
+    from .models import attend, causal_keep
 
     n = int(ids.shape[0])
     start = min(evict_layers)
@@ -79,7 +79,7 @@ def cached_pass(model, ids, full, first_row, keep_of_layer, evict_layers):
                 keep = keep_of_layer(layer, q, k, v)
             else:
                 keep = causal_keep(n, model.kv_heads, model.windows[layer])[:, first_row:]
-            heads = attend_rows(q[:, first_row:], k, v, model.score_scale, keep, first_row)
+            heads = attend(q[:, first_row:], k, v, model.score_scale, keep, first_row)
             hidden = model.attention_output(layer, hidden, heads)
     return hidden, tape
 
@@ -104,32 +104,6 @@ def log_probabilities(model, hidden, targets=None):
             logp = torch.log_softmax(model.logits(hidden[first:last]), dim=-1)
             out[first:last] = logp.gather(-1, targets[first:last].view(-1, 1)).view(-1).double()
         return out
-
-
-# Query rows per block of attend_rows (as models.attend's ATTEND_BLOCK_ROWS: the rows of a block
-# multiply with the keys up to the block's last row).
-ROWS_PER_BLOCK = 256
-
-
-def attend_rows(q, k, v, scale, keep, first_row):
-    """The attention output [q_heads, m, d] of the m query rows at positions [first_row,
-    first_row + m) over their kept keys: q [q_heads, m, d], k, v [kv_heads, n, d], keep bool
-    [kv_heads, m, n] (each row keeps itself and nothing after it). The same arithmetic as
-    models.attend, whose whole-square case it is at first_row = 0."""
-    import torch
-
-    q_heads, kv_heads, m = q.shape[0], k.shape[0], q.shape[1]
-    group = q_heads // kv_heads
-    out = torch.empty(q_heads, m, v.shape[2], dtype=q.dtype)
-    for h in range(kv_heads):
-        heads = slice(h * group, (h + 1) * group)
-        for first in range(0, m, ROWS_PER_BLOCK):
-            last = min(m, first + ROWS_PER_BLOCK)
-            end = first_row + last
-            scores = torch.matmul(q[heads, first:last], k[h, :end].transpose(0, 1)) * scale
-            scores.masked_fill_(~keep[h, first:last, :end], float("-inf"))
-            out[heads, first:last] = torch.matmul(torch.softmax(scores, dim=-1), v[h, :end])
-    return out
 
 
 def row_attention(q_rows, k, scale, first_row, group):

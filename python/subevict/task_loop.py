@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numpy as np
 
 from . import _subevict
 from .task_caches import (Full, StreamingPolicy, StreamingSchedule, StreamingTopk, PrefillTopk,

@@ -12,13 +12,12 @@ string match and mean answer log-probability."""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 import subprocess
 
 from . import _subevict
+from . import closed_loop_report
 from .closed_loop_report import COLOURS, POINT_TYPES, _write_atomic, output_problem, spearman
 
 FULL_MODEL_FLOOR = 0.5
@@ -218,12 +217,4 @@ def figures(results, out):
 
 def write(results, out):
     """Writes report.md, the figures and results.json (last) into directory `out` (created)."""
-    os.makedirs(out, exist_ok=True)
-    final = os.path.join(out, "results.json")
-    if os.path.exists(final):
-        os.remove(final)  # a directory with results.json is a complete report
-    results["notes"] = figures(results, out)
-    _write_atomic(os.path.join(out, "report.md"), markdown(results))
-    _write_atomic(final, json.dumps(results, indent=1, allow_nan=False,
-                                    default=lambda x: None if isinstance(x, float) and not math.isfinite(x)
-                                    else str(x)) + "\n")
+    closed_loop_report.write(results, out, markdown, figures)

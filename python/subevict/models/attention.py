@@ -56,24 +56,26 @@ def keep_from_sets(chosen, kv_heads, tokens):
 ATTEND_BLOCK_ROWS = 256
 
 
-def attend(q, k, v, scale, keep):
+def attend(q, k, v, scale, keep, first_row=0):
     """Each query head's attention output over its KV head's kept keys.
 
-    q: float32 [q_heads, n, d]; k, v: float32 [kv_heads, n, d] (query head h reads KV head
-    h // (q_heads / kv_heads)); keep: bool [kv_heads, n, n] with keep[h, i, i] true and
-    keep[h, i, j] false for j > i (every cache is causal). Returns float32 [q_heads, n, d].
+    q: float32 [q_heads, m, d], the query rows at positions [first_row, first_row + m) (default
+    every row: m = n); k, v: float32 [kv_heads, n, d] (query head h reads KV head
+    h // (q_heads / kv_heads)); keep: bool [kv_heads, m, n] with each row keeping itself and
+    nothing after it (every cache is causal). Returns float32 [q_heads, m, d].
     Queries go in blocks of ATTEND_BLOCK_ROWS rows, each over the keys up to its last row.
-    Cost O(q_heads n^2 d / 2), memory O(g n ATTEND_BLOCK_ROWS) at a time."""
+    Cost O(q_heads m n d) at most, memory O(g n ATTEND_BLOCK_ROWS) at a time."""
     import torch
 
-    q_heads, kv_heads, n = q.shape[0], k.shape[0], q.shape[1]
+    q_heads, kv_heads, m = q.shape[0], k.shape[0], q.shape[1]
     group = q_heads // kv_heads
-    out = torch.empty(q_heads, n, v.shape[2], dtype=q.dtype)
+    out = torch.empty(q_heads, m, v.shape[2], dtype=q.dtype)
     for h in range(kv_heads):
         rows = slice(h * group, (h + 1) * group)
-        for first in range(0, n, ATTEND_BLOCK_ROWS):
-            last = min(n, first + ATTEND_BLOCK_ROWS)
-            scores = torch.matmul(q[rows, first:last], k[h, :last].transpose(0, 1)) * scale
-            scores.masked_fill_(~keep[h, first:last, :last], float("-inf"))
-            out[rows, first:last] = torch.matmul(torch.softmax(scores, dim=-1), v[h, :last])
+        for first in range(0, m, ATTEND_BLOCK_ROWS):
+            last = min(m, first + ATTEND_BLOCK_ROWS)
+            end = first_row + last
+            scores = torch.matmul(q[rows, first:last], k[h, :end].transpose(0, 1)) * scale
+            scores.masked_fill_(~keep[h, first:last, :end], float("-inf"))
+            out[rows, first:last] = torch.matmul(torch.softmax(scores, dim=-1), v[h, :end])
     return out
