@@ -23,12 +23,11 @@ from dataclasses import dataclass
 
 
 from . import _subevict
-from .task_caches import (Full, StreamingPolicy, StreamingSchedule, StreamingTopk, PrefillTopk,
+from .task_caches import (REFERENCES, Full, StreamingPolicy, StreamingSchedule, StreamingTopk, PrefillTopk,
                           prefill_mass_optimum, prefill_policy)
 from .task_forward import cached_pass, decode, full_pass, log_probabilities
 
 PROTOCOLS = ("streaming", "prefill", "prefill-question")
-REFERENCES = ("opt", "opt-answer", "topk")
 SOURCE = "closed_loop_tasks"
 
 
@@ -159,7 +158,7 @@ def check_caches(caches, sizes_and_lengths, model, seed):
     at a sample's length."""
     group = model.q_heads // model.kv_heads
     for label in caches:
-        if label == "full" or label in REFERENCES:
+        if label in REFERENCES:
             continue
         for size, length in sizes_and_lengths:
             _subevict.StreamingCache(label, int(size), group, model.head_dim, model.score_scale, seed=int(seed),
@@ -170,8 +169,8 @@ def cache_labels(policies):
     """The cache labels of a policy list: built-in specs (as simulate parses them, each label once)
     and the references opt, opt-answer, topk; `full` is always run and needs no naming."""
     items = [x.strip() for x in (policies.split(",") if isinstance(policies, str) else policies)]
-    specs = ",".join(x for x in items if x not in REFERENCES and x != "full")
-    labels = [x for x in items if x in REFERENCES]
+    specs = ",".join(x for x in items if x not in REFERENCES)
+    labels = [x for x in items if x in REFERENCES and x != "full"]
     if specs:
         labels += list(_subevict.policy_specs(specs, SOURCE, 16))
     for label in labels:
