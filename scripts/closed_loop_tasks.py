@@ -9,7 +9,10 @@ Usage:
                          [--policies LIST] [--budgets LIST] [--haystack NAME] [--seed S] -o DIR
 
 Writes DIR/results.json (every run and aggregate, with the model's SHA-256 and every sample's
-haystack and token-id SHA-256), DIR/report.md and figures. Progress goes to stderr. Needs the
+haystack and token-id SHA-256), DIR/report.md and figures. Progress goes to stderr. While it
+runs, every finished run is appended to DIR/runs.partial.jsonl: the same command run again after
+a kill takes those runs from there instead of running them again (the file is removed once
+results.json is written; one written for another model, layer set or seed is refused). Needs the
 project's .venv (scripts/setup_model) with the subevict package installed
 (scripts/python_package). Bad input exits 2 with one line, before any model work.
 """
@@ -25,6 +28,7 @@ from types import SimpleNamespace
 sys.dont_write_bytecode = True
 
 PROG = "closed_loop_tasks"
+CHECKPOINT = "runs.partial.jsonl"  # every finished run, while the study runs; removed once results.json is written
 
 
 class UsageError(Exception):
@@ -111,9 +115,13 @@ def main(argv=None):
         from subevict.evicted_forward import evicting_layers
 
         evicting_layers(model, layers)
+        os.makedirs(args.output, exist_ok=True)
+        checkpoint = os.path.join(args.output, CHECKPOINT)
+        if os.path.exists(checkpoint):
+            print(f"{PROG}: resuming from {checkpoint} (the runs finished there are not run again)", file=sys.stderr)
         start = time.monotonic()
         result = task_loop.closed_loop_tasks(model, samples, labels, budgets, protocols, layers, args.seed,
-                                             tokenizer)
+                                             tokenizer, checkpoint=checkpoint)
     except (UsageError, models.ModelError, subevict.InputError) as error:
         message = str(error).removeprefix(f"{PROG}: ")
         print(f"{PROG}: error: {message}", file=sys.stderr)
@@ -127,6 +135,7 @@ def main(argv=None):
         "seconds": time.monotonic() - start,
     }
     task_report.write(task_report.results_json(result, settings), args.output)
+    os.remove(checkpoint)
     print(f"{PROG}: wrote {args.output}/{{results.json,report.md,figures}}", file=sys.stderr)
     return 0
 

@@ -70,13 +70,18 @@ def caches_of(policies, horizon=16):
         else:
             label = getattr(p, "name", None) or type(p).__name__
             caches.append(Cache(str(label), "policy", p))
-    labels = [c.label for c in caches]
+    check_labels([c.label for c in caches], "closed_loop")
+    return caches
+
+
+def check_labels(labels, source):
+    """InputError (prefixed with `source`) unless `labels`, a run's cache labels, name at least
+    one cache and each one once."""
     for label in labels:
         if labels.count(label) > 1:
-            raise _subevict.InputError(f"closed_loop: policies: each label once, got {label!r} twice")
-    if not caches:
-        raise _subevict.InputError("closed_loop: policies: at least one policy or reference")
-    return caches
+            raise _subevict.InputError(f"{source}: policies: each cache once, got {label!r} twice")
+    if not labels:
+        raise _subevict.InputError(f"{source}: policies: at least one policy or reference")
 
 
 def check_decisions(caches, tokens, evict_layers):

@@ -28,6 +28,20 @@ from .models import causal_keep, keep_from_last_step
 REFERENCES = ("full", "opt", "opt-answer", "topk")
 
 
+_POOL = []
+
+
+def _workers():
+    """The threads the StreamingCache runs of a layer's KV heads share (the library releases the
+    GIL while it runs): one per core."""
+    if not _POOL:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0)), thread_name_prefix="subevict"))
+    return _POOL[0]
+
+
 def _contiguous(tensor):
     return np.ascontiguousarray(tensor.numpy())
 
@@ -74,33 +88,38 @@ class StreamingPolicy:
         return _subevict.StreamingCache(self.spec, self.budget, self.group, m.head_dim, m.score_scale,
                                         seed=self.seed, capacity=capacity, model_layer=layer, kv_head=h)
 
+    def _extend(self, layer, q, k, v, stop, capacity):
+        """Per KV head, run on the worker threads: a fresh run fed rows [0, stop), with its
+        evictions and its cache (futures)."""
+
+        def one(h):
+            run = self._run(layer, h, capacity)
+            evicted, cache = run.extend(_group_rows(q, h, self.group, slice(0, stop)), _contiguous(k[h, :stop]),
+                                        _contiguous(v[h, :stop]))
+            return run, evicted, cache
+
+        return [_workers().submit(one, h) for h in range(k.shape[0])]
+
     def keep(self, layer, q, k, v):
         n = k.shape[1]
-        last = []
-        for h in range(k.shape[0]):
-            evicted, _ = self._run(layer, h, n).extend(_group_rows(q, h, self.group, slice(0, n)),
-                                                       _contiguous(k[h]), _contiguous(v[h]))
-            last.append(_evicted_to_last_step(evicted, n))
-        return keep_from_last_step(np.stack(last))
+        return keep_from_last_step(np.stack([_evicted_to_last_step(head.result()[1], n)
+                                             for head in self._extend(layer, q, k, v, n, n)]))
 
     def resume(self, layer, tape, start):
-        n = tape.k[layer].shape[1]
-        runs, caches = [], []
-        for h in range(self.model.kv_heads):
-            run = self._run(layer, h, n)
-            _, cache = run.extend(_group_rows(tape.q[layer], h, self.group, slice(0, start)),
-                                  _contiguous(tape.k[layer][h, :start]), _contiguous(tape.v[layer][h, :start]))
-            runs.append(run), caches.append(cache)
-        self.state[layer] = (runs, caches)
+        """Queued: the layers' runs go on while the next layer's are queued; keys() waits."""
+        self.state[layer] = self._extend(layer, tape.q[layer], tape.k[layer], tape.v[layer], start,
+                                         tape.k[layer].shape[1])
 
     def keys(self, layer, i, q, k, v):
         import torch
 
-        runs, caches = self.state[layer]
-        kept = [torch.cat([torch.from_numpy(c.astype(np.int64)), torch.tensor([i])]) for c in caches]
-        for h, run in enumerate(runs):
-            _, caches[h] = run.extend(_contiguous(q[h * self.group:(h + 1) * self.group]),
-                                      _contiguous(k[h, i:i + 1]), _contiguous(v[h, i:i + 1]))
+        heads = self.state[layer]
+        if heads and not isinstance(heads[0], list):
+            heads = self.state[layer] = [list(head.result()) for head in heads]
+        kept = [torch.cat([torch.from_numpy(cache.astype(np.int64)), torch.tensor([i])]) for _, _, cache in heads]
+        for h, head in enumerate(heads):
+            _, head[2] = head[0].extend(_contiguous(q[h * self.group:(h + 1) * self.group]),
+                                        _contiguous(k[h, i:i + 1]), _contiguous(v[h, i:i + 1]))
         return kept
 
 
@@ -223,14 +242,15 @@ def prefill_policy(spec, budget, seed, model, c):
     def choose(layer, q, k, v):
         if budget >= c:
             return [torch.arange(c)] * k.shape[0]
-        sets = []
-        for h in range(k.shape[0]):
+
+        def one(h):  # on the worker threads, a KV head each
             run = _subevict.StreamingCache(spec, int(budget), group, model.head_dim, model.score_scale, seed=int(seed),
                                            capacity=c, model_layer=layer, kv_head=h, prefill=c)
             _, cache = run.extend(_group_rows(q, h, group, slice(0, c)), _contiguous(k[h, :c]),
                                   _contiguous(v[h, :c]))
-            sets.append(torch.from_numpy(cache.astype(np.int64)))
-        return sets
+            return torch.from_numpy(cache.astype(np.int64))
+
+        return [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
 
     return PrefillSet(c, choose)
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 
 from . import _subevict
+from .evicted_forward import check_labels
+from .task_checkpoint import run_key
 from .task_caches import (REFERENCES, Full, StreamingPolicy, StreamingSchedule, StreamingTopk, PrefillTopk,
                           prefill_mass_optimum, prefill_policy)
 from .task_forward import cached_pass, decode, full_pass, log_probabilities
@@ -173,16 +175,13 @@ def cache_labels(policies):
     labels = [x for x in items if x in REFERENCES and x != "full"]
     if specs:
         labels += list(_subevict.policy_specs(specs, SOURCE, 16))
-    for label in labels:
-        if labels.count(label) > 1:
-            raise _subevict.InputError(f"{SOURCE}: policies: each cache once, got {label!r} twice")
-    if not labels:
-        raise _subevict.InputError(f"{SOURCE}: policies: at least one policy or reference")
+    check_labels(labels, SOURCE)
     return labels
 
 
 def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,topk", budgets=(0.1,),
-                      protocols=("streaming", "prefill"), layers=None, seed=0, tokenizer=None, quiet=False):
+                      protocols=("streaming", "prefill"), layers=None, seed=0, tokenizer=None, quiet=False,
+                      checkpoint=None):
     """Runs every sample of `samples` (subevict.tasks Samples of `model`'s tokenizer) in each
     protocol of `protocols`, with the full cache and every cache of `policies` at every budget.
 
@@ -192,7 +191,9 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
     layer, evicted_forward.evicting_layers); tokenizer: decodes the generated tokens (default the
     model file's). Returns {"samples": [Sample], "runs": [TaskRun]} in (sample, protocol, budget,
     cache) order, the full cache's run first per protocol. InputError before any model work for
-    bad arguments. Progress (one unit per run) on stderr unless quiet."""
+    bad arguments. Progress (one unit per run) on stderr unless quiet. checkpoint: a file path
+    (task_checkpoint.RunLog) where every finished run is appended, and from which the runs of an
+    earlier, interrupted call with the same model, layers and seed are taken instead of run again."""
     from . import models as models_module
     from . import tasks
     from .evicted_forward import evicting_layers
@@ -223,18 +224,38 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
     evict_layers = evicting_layers(model, layers)
     progress = Progress("task loop", len(samples) * len(protocols) * (1 + len(labels) * len(budgets)), "run",
                         quiet=quiet)
+    log = None
+    if checkpoint is not None:
+        from .models import file_sha256
+        from .task_checkpoint import RunLog
+
+        log = RunLog(checkpoint, {"model_sha256": file_sha256(model.path), "layers": sorted(evict_layers),
+                                  "seed": seed}, TaskRun)
     runs = []
-    for index, sample in enumerate(samples):
-        ids = torch.tensor(list(sample.ids) + list(sample.answer_ids), dtype=torch.int64)
-        progress.note(f"sample {index + 1}/{len(samples)}: {sample.task} {len(sample.ids)} tokens full pass")
-        full_logp, full = full_pass(model, ids, slice(len(sample.ids) - 1, len(sample.ids)))
-        full.last_prompt_logp = full_logp
-        for protocol in protocols:
-            jobs = [("full", "full", len(ids))] + [(label, b, k) for b, k in zip(budgets, sizes[index])
-                                                   for label in labels]
-            for label, budget, k in jobs:
-                run = run_one(model, sample, protocol, label, budget, k, full, evict_layers, tokenizer, seed)
+    try:
+        for index, sample in enumerate(samples):
+            length = len(sample.ids) + len(sample.answer_ids)
+            jobs = [(protocol, label, budget, k) for protocol in protocols
+                    for label, budget, k in [("full", "full", length)] + [(label, b, k) for b, k in zip(
+                        budgets, sizes[index]) for label in labels]]
+            full = None
+            for protocol, label, budget, k in jobs:
+                key = run_key(sample, protocol, label, k, budget)
+                run = log.get(key) if log is not None else None
+                if run is None:
+                    if full is None:
+                        progress.note(f"sample {index + 1}/{len(samples)}: {sample.task} {len(sample.ids)} tokens "
+                                      "full pass")
+                        ids = torch.tensor(list(sample.ids) + list(sample.answer_ids), dtype=torch.int64)
+                        full_logp, full = full_pass(model, ids, slice(len(sample.ids) - 1, len(sample.ids)))
+                        full.last_prompt_logp = full_logp
+                    run = run_one(model, sample, protocol, label, budget, k, full, evict_layers, tokenizer, seed)
+                    if log is not None:
+                        log.add(key, run)
                 run.sample = index
                 runs.append(run)
                 progress.advance(f"{sample.task} {protocol} {label} k={k}")
+    finally:
+        if log is not None:
+            log.close()
     return {"samples": samples, "runs": runs}

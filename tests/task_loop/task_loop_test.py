@@ -375,6 +375,50 @@ def test_command_writes_results_report_and_figures(setup, tmp_path):
     assert "## streaming" in (out / "report.md").read_text()
     assert (out / "heatmap_prefill.svg").exists() and (out / "accuracy_vs_budget_streaming.svg").exists()
     assert "task loop: 6/6 runs" in result.stderr
+    assert not (out / "runs.partial.jsonl").exists()  # the checkpoint goes once the report is complete
+
+
+# The checkpoint: a killed study resumes with the runs it had finished.
+
+
+def comparable(run):
+    fields = dict(vars(run))
+    fields.pop("seconds")
+    return fields
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_and_runs_only_what_was_missing(setup, tmp_path, monkeypatch):
+    sample = tasks.generate("passkey", setup["tokenizer"], 160, 0.5, 0)
+    checkpoint = tmp_path / "runs.partial.jsonl"
+    args = (setup["model"], [sample], "h2o,opt-answer", (0.1,), ("prefill", "streaming"))
+    first = task_loop.closed_loop_tasks(*args, quiet=True, checkpoint=str(checkpoint))
+    lines = checkpoint.read_bytes().split(b"\n")
+    assert len(lines) == 1 + 6 + 1 and lines[-1] == b""  # header, six runs, the final newline
+    # A kill while the fourth run was being written: three whole runs and half a line.
+    checkpoint.write_bytes(b"\n".join(lines[:4]) + b"\n" + lines[4][:len(lines[4]) // 2])
+    calls = []
+    run_one = task_loop.run_one
+    monkeypatch.setattr(task_loop, "run_one", lambda *a, **kw: calls.append(a[2:4]) or run_one(*a, **kw))
+    second = task_loop.closed_loop_tasks(*args, quiet=True, checkpoint=str(checkpoint))
+    assert sorted(calls) == [("streaming", "full"), ("streaming", "h2o"), ("streaming", "opt-answer")]
+    assert [comparable(r) for r in second["runs"]] == [comparable(r) for r in first["runs"]]
+    assert len(checkpoint.read_bytes().split(b"\n")) == 1 + 6 + 1  # the cut line replaced, not kept
+    calls.clear()
+    third = task_loop.closed_loop_tasks(*args, quiet=True, checkpoint=str(checkpoint))
+    assert calls == [] and [comparable(r) for r in third["runs"]] == [comparable(r) for r in first["runs"]]
+
+
+def test_a_checkpoint_of_another_run_or_with_a_broken_line_is_refused(setup, tmp_path):
+    sample = tasks.generate("passkey", setup["tokenizer"], 160, 0.5, 0)
+    checkpoint = tmp_path / "runs.partial.jsonl"
+    args = (setup["model"], [sample], "h2o", (0.1,), ("prefill",))
+    task_loop.closed_loop_tasks(*args, quiet=True, checkpoint=str(checkpoint))
+    with pytest.raises(_subevict.InputError, match="seed: written for 0, this run has 1"):
+        task_loop.closed_loop_tasks(*args, seed=1, quiet=True, checkpoint=str(checkpoint))
+    lines = checkpoint.read_text().split("\n")
+    checkpoint.write_text("\n".join([lines[0], "{not json", *lines[1:]]))
+    with pytest.raises(_subevict.InputError, match="line 2: expected a finished run"):
+        task_loop.closed_loop_tasks(*args, quiet=True, checkpoint=str(checkpoint))
 
 
 @pytest.mark.parametrize("args,message", [
