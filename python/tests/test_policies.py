@@ -149,7 +149,7 @@ def test_malformed_policies_are_refused_before_running(small, policy, message):
 
 
 def test_labels_must_be_distinct(small):
-    with pytest.raises(subevict.InputError, match="each cache once"):
+    with pytest.raises(subevict.InputError, match="each label once"):
         subevict.simulate(small, [PyH2O(), PyH2O()], budget=5, optimum="none")
 
 
