@@ -1,4 +1,4 @@
-// The optimal static allocation (greedy/eviction/evaluation/budget_allocation.hpp) at the size of
+// The optimal static allocation (greedy/eviction/budgets/budget_allocation.hpp) at the size of
 // SmolLM2-135M: 90 KV heads (30 layers x 3) with budget curves OPT(k), k = 1..1024 (n / 2 of 2048
 // tokens), and mean budgets of 5%, 10% and 20% of 2048 per head, by head, by layer and in two
 // classes (streaming heads at 64 slots). The curves are synthetic, concave and different per head,
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
 
 namespace subevict {
 namespace {

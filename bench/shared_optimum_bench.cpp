@@ -18,7 +18,7 @@
 
 #include "bench/process_usage.hpp"
 #include "core/generator.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
 #include "greedy/eviction/optimum/shared_columns.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/optimum/shortest_path_curve.hpp"

@@ -20,8 +20,8 @@
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
 #include "core/plot.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
-#include "greedy/eviction/evaluation/budget_curve_csv.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_curve_csv.hpp"
 
 namespace subevict::cli {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `subevict simulate --share layer|model`: adaptive budget rules (uniform, AdaKV, PyramidKV, a
-/// DuoAttention-style split; greedy/eviction/evaluation/share_rule.hpp), each with every scoring
+/// DuoAttention-style split; greedy/eviction/budgets/share_rule.hpp), each with every scoring
 /// policy given, against three optima of the same total budget: uniform per-head OPT, the optimal
 /// static allocation and the optimum of one cache shared over time (docs/allocation.md).
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/workload.hpp"
-#include "greedy/eviction/evaluation/share_rule.hpp"
+#include "greedy/eviction/budgets/share_rule.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 
 namespace subevict::cli {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/tolerance.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/optimum/shortest_path_curve.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"

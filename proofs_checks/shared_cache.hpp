@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// How a layer's cache budget is best split across its KV heads (theory.md §5): the uniform split,
-/// the optimal static allocation (greedy/eviction/evaluation/budget_allocation.hpp) and one cache
+/// the optimal static allocation (greedy/eviction/budgets/budget_allocation.hpp) and one cache
 /// shared by the heads over time (greedy/eviction/optimum/shared_optimum.hpp).
 
 #include <Eigen/Core>

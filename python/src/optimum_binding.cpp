@@ -5,8 +5,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/input_error.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
-#include "greedy/eviction/evaluation/budget_curve.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_curve.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
 #include "greedy/eviction/optimum/shared_columns.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"

@@ -17,6 +17,7 @@
 #include "core/input_error.hpp"
 #include "core/workload_io.hpp"
 #include "greedy/eviction/evaluation/head_evaluation.hpp"
+#include "greedy/eviction/evaluation/mass_order.hpp"
 #include "greedy/eviction/evaluation/recorded_decisions.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
@@ -386,6 +387,30 @@ void bind_simulate(nb::module_& m) {
       "as floats, sizes as ints. The library's one budget parser (`subevict simulate --budgets`); InputError "
       "(naming `source` and `field`) for an item that is not such a number (inf, nan, 0, 2.5, 3e9, text) or "
       "an empty list.");
+  m.def("mass_order_slack", &greedy::mass_order_slack, "float_gains"_a = false,
+        "The relative slack of mass_order_violations on a head whose optimum ran on float-rounded gains or not.");
+  m.def(
+      "mass_order_violations",
+      [](std::optional<double> policy, std::optional<double> optimum, std::optional<double> optimum_upper,
+         std::optional<double> oracle, std::optional<double> tokens, bool policy_is_optimum, bool float_gains,
+         const std::string& policy_name) {
+        greedy::HeadMasses masses;
+        masses.policy_name = policy_name;
+        masses.policy = policy;
+        masses.policy_is_optimum = policy_is_optimum;
+        masses.optimum = optimum;
+        masses.optimum_upper = optimum_upper;
+        masses.oracle = oracle;
+        masses.tokens = tokens;
+        return greedy::mass_order_violations(masses, greedy::mass_order_slack(float_gains));
+      },
+      "policy"_a = nb::none(), "optimum"_a = nb::none(), "optimum_upper"_a = nb::none(), "oracle"_a = nb::none(),
+      "tokens"_a = nb::none(), "policy_is_optimum"_a = false, "float_gains"_a = false, "policy_name"_a = "policy",
+      "The relations of policy <= OPT <= sum U <= tokens that one head's masses (one scale, one budget) break, as "
+      "`subevict simulate` checks them (the library's one order check, at the slack of the optimum's precision: "
+      "float_gains for an optimum on float-rounded gains); e.g. ['h2o > OPT']; [] when every relation holds. A mass "
+      "left None is not checked; optimum_upper: OPT known within [optimum, optimum_upper]; policy_is_optimum: the "
+      "policy replays the optimum's schedule and must equal OPT.");
   m.def("policy_names", &greedy::spec_policy_names, "The built-in policies' names (simulate --list-policies).");
   m.def(
       "policy_parameters",

@@ -35,10 +35,9 @@ from .progress import Progress
 
 REFERENCES = ("opt", "topk")
 
-# Relative slack of the mass order policy <= opt <= topk: the three masses are sums over n steps of
-# double-precision attention rows, and the optimum's value comes from integer-scaled arc costs.
-MASS_ORDER_RTOL = 1e-9
-
+# Relative slack of the mass order policy <= opt <= topk: the library's (mass_order_violations) on
+# double gains: the three masses are double sums over n steps of the same attention rows.
+MASS_ORDER_RTOL = _subevict.mass_order_slack(False)
 
 @dataclass
 class Cache:
@@ -132,19 +131,16 @@ class LayerRecord:
         return sum(self.mass) / sum(self.opt)
 
     def order_violations(self):
-        """KV heads where the mass order fails beyond the relative slack MASS_ORDER_RTOL: opt <=
-        topk on every head; for a policy, mass <= opt on each head it compresses (a head kept whole
-        holds more than OPT at k); for opt, mass = opt (the schedule its cache used keeps the mass
-        the optimum claims)."""
-        tol = MASS_ORDER_RTOL
+        """KV heads where the mass order fails, checked by the library's one order check
+        (_subevict.mass_order_violations, as `subevict simulate`): opt <= topk on every head; for a
+        policy, mass <= opt on each head it compresses (a head kept whole holds more than OPT at k);
+        for opt, mass = opt (the schedule its cache used keeps the mass the optimum claims)."""
         count = 0
         for m, o, t, compressed in zip(self.mass, self.opt, self.topk, self.head_compressed):
-            broken = o > t * (1 + tol)
-            if self.kind == "policy":
-                broken = broken or (compressed and m > o * (1 + tol))
-            elif self.kind == "opt":
-                broken = broken or abs(m - o) > tol * o
-            count += broken
+            counted = self.kind == "opt" or (self.kind == "policy" and compressed)
+            count += bool(_subevict.mass_order_violations(
+                policy=m if counted else None, optimum=o, oracle=t,
+                policy_is_optimum=self.kind == "opt"))
         return count
 
 

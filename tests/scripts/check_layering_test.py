@@ -50,6 +50,23 @@ class CheckLayeringTest(unittest.TestCase):
         with tree({"sweep/s.cpp": '#include "proofs_checks/c.hpp"\n', "proofs_checks/c.hpp": ""}) as d:
             self.assertEqual(run(d).returncode, 1)
 
+    def test_budgets_room_sits_between_evaluation_and_the_command_line(self):
+        # The room of budgets may use the simulator below it ...
+        with tree({"greedy/eviction/budgets/b.cpp": '#include "greedy/eviction/evaluation/e.hpp"\n',
+                   "greedy/eviction/evaluation/e.hpp": ""}) as d:
+            self.assertEqual(run(d).returncode, 0, run(d).stdout)
+        # ... but neither the simulator nor the room itself may climb out of it.
+        with tree({"greedy/eviction/evaluation/e.cpp": '#include "greedy/eviction/budgets/b.hpp"\n',
+                   "greedy/eviction/budgets/b.hpp": ""}) as d:
+            result = run(d)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("greedy/eviction/budgets/b.hpp", result.stdout)
+        for upper in ("kernels/k.hpp", "cli/c.hpp", "sweep/s.hpp"):
+            with tree({"greedy/eviction/budgets/b.cpp": f'#include "{upper}"\n', upper: ""}) as d:
+                result = run(d)
+                self.assertEqual(result.returncode, 1, upper)
+                self.assertIn("greedy/eviction/budgets/b.cpp", result.stdout)
+
     def test_core_including_a_module_fails(self):
         with tree({"core/c.cpp": '  #  include "greedy/functions/f.hpp"\n', "greedy/functions/f.hpp": ""}) as d:
             self.assertEqual(run(d).returncode, 1)

@@ -279,8 +279,6 @@ std::vector<HeadEvaluation> evaluate_head_budgets(const Workload& workload, int 
   return out;
 }
 
-double mass_order_slack(bool float_gains) { return float_gains ? double(Tol<float>::kValue) : 1e-9; }
-
 double mean_output_error(const Trace& trace) {
   double sum = 0.0;
   for (const auto& s : trace.steps) sum += s.output_error;

@@ -18,6 +18,7 @@
 #include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/policies/eviction_policy.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
+#include "greedy/eviction/evaluation/mass_order.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/optimum/implicit_flow.hpp"
 #include "greedy/eviction/optimum/step_oracle.hpp"
@@ -116,12 +117,6 @@ struct HeadEvaluationOptions {
 /// gains, the schedule's value recomputed from them).
 inline constexpr int kDoubleGainsTokens = 16384;
 
-/// The relative slack of the order policy ≤ OPT ≤ Σ U_i ≤ n on a head whose optimum ran on
-/// `float_gains` or not. The masses are double sums: 1e-9. On float-rounded gains (each entry
-/// within 2^−24 of the double one, relatively) the optimum's value is within 2^−24 of the same
-/// schedule's double mass and within 2 · 2^−24 of the double optimum, which a policy's double mass
-/// may reach: Tol<float>::kValue (64 ulp of float, 7.6e−6) bounds both with room for the sums.
-[[nodiscard]] double mass_order_slack(bool float_gains);
 /// The evaluation of one (layer, KV head) at one budget. Masses in `traces` are sums over the g
 /// query heads (Trace::total_retained_mass); `optimum.value` and `oracle.total` are on the group's
 /// summed attention, i.e. on the same scale.

@@ -19,7 +19,7 @@
 #include "core/attention.hpp"
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
-#include "greedy/eviction/evaluation/adaptive_budgets.hpp"
+#include "greedy/eviction/budgets/adaptive_budgets.hpp"
 #include "greedy/eviction/evaluation/shared_simulator.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"

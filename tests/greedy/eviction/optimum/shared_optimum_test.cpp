@@ -12,7 +12,7 @@
 
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
 #include "greedy/eviction/optimum/cache_dp.hpp"
 #include "greedy/eviction/optimum/offline_optimum.hpp"
 #include "greedy/eviction/optimum/shared_columns.hpp"

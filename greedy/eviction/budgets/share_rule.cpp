@@ -1,4 +1,4 @@
-#include "greedy/eviction/evaluation/share_rule.hpp"
+#include "greedy/eviction/budgets/share_rule.hpp"
 
 #include <algorithm>
 #include <cmath>

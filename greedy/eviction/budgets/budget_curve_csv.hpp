@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "greedy/eviction/evaluation/budget_curve.hpp"
+#include "greedy/eviction/budgets/budget_curve.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 
 namespace subevict::greedy {

@@ -1,4 +1,4 @@
-#include "greedy/eviction/evaluation/adaptive_budgets.hpp"
+#include "greedy/eviction/budgets/adaptive_budgets.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "greedy/eviction/evaluation/budget_curve.hpp"
+#include "greedy/eviction/budgets/budget_curve.hpp"
 
 #include <chrono>
 #include <cmath>

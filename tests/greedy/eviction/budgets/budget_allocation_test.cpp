@@ -1,4 +1,4 @@
-// Tests greedy/eviction/evaluation/budget_allocation.hpp: the marginal allocation against an
+// Tests greedy/eviction/budgets/budget_allocation.hpp: the marginal allocation against an
 // exhaustive dynamic program over heads and budgets (an independent exact reference), on random
 // concave curves and on the budget curves of real optimum solves; the refusal of curves the rule
 // is not exact for.
@@ -12,8 +12,8 @@
 
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
-#include "greedy/eviction/evaluation/budget_curve.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_curve.hpp"
 
 namespace subevict::greedy {
 namespace {

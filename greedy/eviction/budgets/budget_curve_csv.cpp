@@ -1,4 +1,4 @@
-#include "greedy/eviction/evaluation/budget_curve_csv.hpp"
+#include "greedy/eviction/budgets/budget_curve_csv.hpp"
 
 #include <fstream>
 #include <map>
@@ -9,7 +9,7 @@
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
 #include "core/sha256.hpp"
-#include "greedy/eviction/evaluation/budget_allocation.hpp"
+#include "greedy/eviction/budgets/budget_allocation.hpp"
 #include "greedy/eviction/process/head_group_sha256.hpp"
 
 namespace subevict::greedy {
