@@ -1,9 +1,8 @@
 #pragma once
 /// \file
-/// `subevict simulate --share layer|model`: adaptive budget rules (uniform, AdaKV, PyramidKV, a
-/// DuoAttention-style split; greedy/eviction/budgets/share_rule.hpp), each with every scoring
-/// policy given, against three optima of the same total budget: uniform per-head OPT, the optimal
-/// static allocation and the optimum of one cache shared over time (docs/allocation.md).
+/// `subevict simulate --share layer|model`: the library's share study (greedy/eviction/budgets/
+/// share_study.hpp: adaptive budget rules, each with every scoring policy given, against three
+/// optima of the same total budget; docs/allocation.md) on the selected layers, formatted.
 
 #include <cstdint>
 #include <string>
@@ -31,11 +30,10 @@ struct ShareRequest {
   std::string output, json;
 };
 
-/// Runs the request on every KV head of `layers` of `w`, writes share.csv and results.json into
-/// request.output (and request.json) and prints the totals. Precondition: every scorer accepts
-/// the budget k (simulate checks each policy at its budgets). Throws InputError for a scorer that
-/// does not rank, pyramidkv on one layer's scope, a budget a rule gives a head that its policy
-/// rejects, a budget a rule cannot split, or curves that do not cover the heads up to k.
+/// Runs greedy::share_study on every KV head of `layers` of `w`, writes share.csv and results.json
+/// into request.output (and request.json) and prints the totals. Precondition: every scorer
+/// accepts the budget k (simulate checks each policy at its budgets). Throws share_study's
+/// InputError (naming simulate's flags) before any work, and nothing is written then.
 void run_share(const Workload& w, const std::vector<int>& layers, const ShareRequest& request);
 
 }  // namespace subevict::cli

@@ -13,4 +13,5 @@ NB_MODULE(_subevict, m) {
   bind_optimum(m);
   bind_set_functions(m);
   bind_verify(m);
+  bind_share(m);
 }

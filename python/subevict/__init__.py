@@ -57,7 +57,7 @@ __all__ = [
     "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "allocate", "attention",
     "budget_curve", "budget_size", "check_ids", "closed_loop", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
     "modular", "offline_optimum", "parse_budgets", "policy_names", "policy_parameters", "policy_specs", "presets", "read_workload",
-    "schedule_value", "shared_optimum", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
+    "schedule_value", "share", "shared_optimum", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
     "write_workload",
 ]
 
@@ -151,6 +151,45 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
                                float(gap), int(seed), int(horizon), bool(record_cache), bool(overlap),
                                None if model_layer is None else int(model_layer), optimum_rows=rows)
+
+
+def share(workload: Workload, budget: float = 0.2, layers: Union[int, Iterable[int], None] = None,
+          scope: str = "layer", rules: Union[str, Sequence[str]] = (), policies: Union[str, Sequence[str]] = "h2o",
+          curves: Union[str, os.PathLike, None] = None, shared_seconds: float = 600.0, threads: int = 1,
+          seed: int = 0, quiet: bool = True) -> dict:
+    """The share study, as `subevict simulate --share SCOPE` runs it (the library's share_study):
+    adaptive budget rules, each with every scoring policy, against three optima of one total
+    budget on every KV head of `layers` (default: all): uniform per-head OPT, the optimal static
+    allocation and the optimum of one cache shared over time (docs/allocation.md).
+
+    budget: the mean per KV head, a ratio in (0, 1) of the sequence length or an integer size.
+    scope: "layer" (each layer's KV heads share H k slots) or "model" (every selected KV head
+        shares L H k slots).
+    rules: uniform, adakv[:alpha_safeguard=A], pyramidkv[:window_size=W,beta=B] (model only),
+        duo[:head_compression_ratio=R,sink_size=S,recent_size=N,calibration=C]; default: all the
+        scope allows. policies: the scorers (policies that rank), as simulate's --policies.
+    curves: a budget_curve.csv (simulate --budget-curve) to read the static optimum's curves from
+        instead of computing them.
+    shared_seconds: the column generation's time limit where the explicit network does not fit.
+
+    Masses are sums over the query heads of a KV head (the optima's objective). Returns
+        {"scope", "budget_size" (k), "tokens", "curve_length", "static_capped", "shared_note",
+         "heads": [{"layer", "kv_head", "uniform_opt", "static_budget", "static_opt"}],
+         "units": [{"name", "heads" (indices into heads), "shared_opt", "shared_bound",
+                    "shared_mean_slots" (per head of the unit)}],
+         "runs": [{"rule", "scorer", "note", "retained" (per head), "mean_slots" (per head),
+                   "peak" (per unit)}]}.
+    InputError (source "share") for bad input, before any work."""
+    layer_list = _int_list(layers, "share: layers")
+    if layer_list is None:
+        layer_list = list(range(workload.layers))
+    if not isinstance(budget, numbers.Real) or isinstance(budget, bool):
+        raise InputError(f"share: budget: expected a number, got {budget!r}")
+    rule_text = rules if isinstance(rules, str) else ",".join(rules)
+    policy_text = policies if isinstance(policies, str) else ",".join(policies)
+    return _subevict._share(workload, layer_list, float(budget), rule_text, policy_text, str(scope),
+                            "" if curves is None else os.fspath(curves), float(shared_seconds), int(threads),
+                            int(seed), bool(quiet))
 
 
 def verify(workload: Union[Workload, str, os.PathLike, None] = None, *, checks: Sequence[str] = (),

@@ -108,4 +108,6 @@ std::vector<ShareRule> parse_share_rules(std::string_view text, const std::strin
   return rules;
 }
 
+std::string default_share_rules(bool model) { return model ? "uniform,adakv,pyramidkv,duo" : "uniform,adakv,duo"; }
+
 }  // namespace subevict::greedy

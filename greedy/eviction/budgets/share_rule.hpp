@@ -48,4 +48,8 @@ struct ShareRule {
 [[nodiscard]] std::vector<ShareRule> parse_share_rules(std::string_view text, const std::string& source,
                                                        const std::string& field);
 
+/// The rules a scope runs when none are given, as a LIST: uniform, adakv and duo, with pyramidkv
+/// too on the whole model's scope (model = true).
+[[nodiscard]] std::string default_share_rules(bool model);
+
 }  // namespace subevict::greedy

@@ -1,5 +1,5 @@
 // Tests greedy/eviction/evaluation/shared_simulator.hpp (one cache shared by several heads, AdaKV's
-// rule) and adaptive_budgets.hpp (PyramidKV's schedule, DuoAttention's split): the shared run
+// rule) and the budget rules (budgets/pyramidkv_share.hpp, budgets/duo_share.hpp): the shared run
 // against simulate() head by head where the floor pins every head to k, against a combinatorial
 // re-statement of the rule with scripted keys, its objective against the schedule's value and the
 // shared optimum, and the budget rules against their formulas and brute force.
@@ -19,7 +19,8 @@
 #include "core/attention.hpp"
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
-#include "greedy/eviction/budgets/adaptive_budgets.hpp"
+#include "greedy/eviction/budgets/duo_share.hpp"
+#include "greedy/eviction/budgets/pyramidkv_share.hpp"
 #include "greedy/eviction/evaluation/shared_simulator.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"

@@ -1,24 +1,17 @@
 #pragma once
 /// \file
-/// The budget rules of the adaptive methods that decide where a cache's memory goes before any
-/// token is scored (docs/allocation.md "Adaptive policies"): PyramidKV's per-layer schedule and a
-/// DuoAttention-style split of the heads into streaming and full ones. AdaKV, which moves slots
-/// between heads at every step, is a shared cache (shared_simulator.hpp) with a floor.
+/// A DuoAttention-style share rule (docs/allocation.md "Adaptive policies"): a share of the heads
+/// stream (sinks and recent keys), chosen by how little of their attention streaming loses on the
+/// calibration queries; the other heads split the rest of the unit's total.
 
+#include <string>
 #include <vector>
 
+#include "greedy/eviction/budgets/share_rule.hpp"
+#include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 
 namespace subevict::greedy {
-
-/// PyramidKV's per-layer budget, with kvpress's formula and names: for n tokens, a mean budget k
-/// per head, a window W and a steepness β ≥ 1, the largest budget max = 2k − k/β and the smallest
-/// min = k/β (if max ≥ n − W: max = n − W, min = 2k − max); layer l of L gets round(max − l (max −
-/// min) / (L − 1)) (round half to even, as Python's round), a linear schedule whose mean is k. When
-/// n ≥ max ≥ min ≥ W fails, or L = 1, every layer gets k (kvpress falls back to SnapKV's uniform
-/// budget). Each result is clamped to [1, n]. Throws InputError (source "pyramidkv") for
-/// L < 1, a layer outside [0, L), k outside [1, n], W < 0 or β < 1.
-[[nodiscard]] int pyramid_layer_budget(int layer, int layers, int budget, int tokens, int window, double beta);
 
 /// How much of head `input`'s attention a streaming head (the first `sink` keys and the last
 /// `recent` keys) would lose: the mean over the query heads and the queries i < calibration of
@@ -37,5 +30,22 @@ namespace subevict::greedy {
 /// (H − m full heads; slots left over stay unused). Throws InputError (source "duo") when it
 /// would be < 1, or every head streams and m · streaming > total.
 [[nodiscard]] int full_head_budget(long long total, int heads, int streaming_count, int streaming, int tokens);
+
+/// Duo's budgets per head, which heads stream, and a note ("m of H heads stream (S slots)").
+struct DuoPlan {
+  std::vector<int> budgets;
+  std::vector<bool> streaming;
+  std::string note;
+};
+
+/// Duo's plan over units of heads (indices into `losses`, one loss per head; all 0 stand in before
+/// the losses are known): in each unit the streaming_heads of its losses keep sink_size +
+/// recent_size slots (at most n), the others full_head_budget of the unit's total, unit size · k.
+/// Throws InputError (source "duo") as those two do.
+[[nodiscard]] DuoPlan duo_plan(const ShareRule& rule, const std::vector<std::vector<int>>& units,
+                               const std::vector<double>& losses, int k, int tokens);
+
+/// What a streaming head of `rule` runs: streamingllm with the rule's sinks.
+[[nodiscard]] PolicySpec duo_streaming_spec(const ShareRule& rule);
 
 }  // namespace subevict::greedy

@@ -1,49 +1,16 @@
-#include "greedy/eviction/budgets/adaptive_budgets.hpp"
+#include "greedy/eviction/budgets/duo_share.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <string>
 
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
+#include "greedy/eviction/budgets/round_half_even.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
 
 namespace subevict::greedy {
-
-namespace {
-
-/// Python's round(): half to even.
-double round_half_even(double x) {
-  const double lower = std::floor(x), fraction = x - lower;
-  if (fraction != 0.5) return std::round(x);
-  return std::fmod(lower, 2.0) == 0.0 ? lower : lower + 1.0;
-}
-
-}  // namespace
-
-int pyramid_layer_budget(int layer, int layers, int budget, int tokens, int window, double beta) {
-  const std::string source = "pyramidkv";
-  if (layers < 1) throw InputError(source, "layers", "L >= 1", std::to_string(layers));
-  if (layer < 0 || layer >= layers) {
-    throw InputError(source, "layer", "0 <= layer < " + std::to_string(layers), std::to_string(layer));
-  }
-  if (budget < 1 || budget > tokens) {
-    throw InputError(source, "budget", "1 <= k <= n = " + std::to_string(tokens), std::to_string(budget));
-  }
-  if (window < 0) throw InputError(source, "window_size", "W >= 0", std::to_string(window));
-  if (!(beta >= 1.0) || !std::isfinite(beta)) throw InputError(source, "beta", "beta >= 1", significant_digits(beta, 6));
-  const double k = budget, n = tokens, w = window;
-  double least = k / beta, most = 2.0 * k - least;
-  if (most >= n - w) {
-    most = n - w;
-    least = 2.0 * k - most;
-  }
-  if (layers == 1 || !(n >= most && most >= least && least >= w)) return budget;
-  const double step = (most - least) / double(layers - 1);
-  return std::clamp(int(round_half_even(most - double(layer) * step)), 1, tokens);
-}
 
 double streaming_loss(const HeadGroup& input, int sink, int recent, int calibration) {
   const std::string source = "duo";
@@ -98,6 +65,32 @@ int full_head_budget(long long total, int heads, int streaming_count, int stream
                      std::to_string(total));
   }
   return int(std::min<long long>(each, tokens));
+}
+
+DuoPlan duo_plan(const ShareRule& rule, const std::vector<std::vector<int>>& units, const std::vector<double>& losses,
+                 int k, int tokens) {
+  const int slots = rule.sink_size + rule.recent_size;
+  DuoPlan plan{std::vector<int>(losses.size(), k), std::vector<bool>(losses.size(), false), {}};
+  int streamed = 0;
+  for (const auto& unit : units) {
+    std::vector<double> unit_losses;
+    for (int x : unit) unit_losses.push_back(losses[std::size_t(x)]);
+    const std::vector<bool> s = streaming_heads(unit_losses, rule.head_compression_ratio);
+    const int m = int(std::count(s.begin(), s.end(), true));
+    const int full = full_head_budget((long long)unit.size() * k, int(unit.size()), m, slots, tokens);
+    for (std::size_t e = 0; e < unit.size(); ++e) {
+      plan.streaming[std::size_t(unit[e])] = s[e];
+      plan.budgets[std::size_t(unit[e])] = s[e] ? std::min(slots, tokens) : full;
+    }
+    streamed += m;
+  }
+  plan.note = std::to_string(streamed) + " of " + std::to_string(losses.size()) + " heads stream (" +
+              std::to_string(slots) + " slots)";
+  return plan;
+}
+
+PolicySpec duo_streaming_spec(const ShareRule& rule) {
+  return parse_policy_spec("streamingllm:sinks=" + std::to_string(rule.sink_size), "simulate", "--share-rules", 16);
 }
 
 }  // namespace subevict::greedy
