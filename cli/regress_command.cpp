@@ -125,19 +125,19 @@ void print_table(const sr::Summary& s) {
   }
 }
 
-void run(const RegressArgs& a) {
-  const sr::LossKind kind = sr::parse_loss_kind(a.loss);
-  if (a.solver != "newton" && a.solver != "approx-newton" && a.solver != "gd") {
-    throw InputError("--solver", "name", "one of newton, approx-newton, gd", a.solver);
-  }
-  if (a.max_iterations < 1) throw InputError("--max-iterations", "value", "at least 1");
+/// The problem of the request (read, or generated with its planted x0), its starting point and a
+/// name for the report.
+struct RegressInput {
   sr::Problem problem;
   sr::Vector x0;
-  sr::TheoremParameters parameters{a.R, a.l};
   std::string source;
+};
+
+RegressInput regress_input(const RegressArgs& a, const sr::TheoremParameters& parameters) {
+  RegressInput in;
   if (!a.a_path.empty()) {
-    problem = read_problem(a);
-    source = a.a_path;
+    in.problem = read_problem(a);
+    in.source = a.a_path;
   } else {
     if (a.d < 1 || a.n < a.d) throw InputError("--n/--d", "sizes", "n >= d >= 1");
     sr::InstanceSpec spec;
@@ -147,31 +147,32 @@ void run(const RegressArgs& a) {
     spec.parameters = parameters;
     spec.violation = sr::parse_violation(a.violation);
     sr::Instance inst = sr::make_instance(spec);
-    problem = std::move(inst.problem);
-    x0 = inst.x0;
-    source = "generated(n=" + std::to_string(a.n) + ", d=" + std::to_string(a.d) +
-             ", seed=" + std::to_string(a.seed) + ", violation=" + a.violation + ")";
+    in.problem = std::move(inst.problem);
+    in.x0 = inst.x0;
+    in.source = "generated(n=" + std::to_string(a.n) + ", d=" + std::to_string(a.d) +
+                ", seed=" + std::to_string(a.seed) + ", violation=" + a.violation + ")";
   }
   if (!a.x0_path.empty()) {
-    x0 = read_vector(a.x0_path, std::size_t(problem.d()), std::to_string(problem.d()) +
-                                                              " entries (columns of A)");
-  } else if (x0.size() == 0) {
-    x0 = sr::Vector::Zero(problem.d());
+    in.x0 = read_vector(a.x0_path, std::size_t(in.problem.d()), std::to_string(in.problem.d()) +
+                                                                    " entries (columns of A)");
+  } else if (in.x0.size() == 0) {
+    in.x0 = sr::Vector::Zero(in.problem.d());
   }
-  const std::vector<sr::HypothesisCheck> hypotheses = sr::check_hypotheses(problem, x0, parameters);
-  for (const sr::HypothesisCheck& h : hypotheses) {
-    if (!h.holds) std::cerr << "subevict: warning: " << sr::describe(h) << "\n";
-  }
+  return in;
+}
+
+/// Runs the request's solver from x0.
+sr::Summary solve(const RegressArgs& a, const sr::Problem& problem, sr::LossKind kind, const sr::Vector& x0) {
   sr::StoppingRule stop;
   stop.max_iterations = a.max_iterations;
   stop.gradient_tolerance = a.gradient_tolerance;
-  sr::Summary s;
   if (a.solver == "newton") {
     sr::NewtonOptions o;
     o.stop = stop;
     o.line_search = !a.no_line_search;
-    s = sr::newton(problem, kind, x0, o);
-  } else if (a.solver == "approx-newton") {
+    return sr::newton(problem, kind, x0, o);
+  }
+  if (a.solver == "approx-newton") {
     sr::ApproximateNewtonOptions o;
     o.stop = stop;
     o.epsilon1 = a.epsilon1;
@@ -187,13 +188,56 @@ void run(const RegressArgs& a) {
     } else if (a.leverage != "auto") {
       throw InputError("--leverage", "name", "one of auto, exact, sketched", a.leverage);
     }
-    s = sr::approximate_newton(problem, kind, x0, o);
-  } else {
-    sr::GradientDescentOptions o;
-    o.stop = stop;
-    s = sr::gradient_descent(problem, kind, x0, o);
+    return sr::approximate_newton(problem, kind, x0, o);
   }
-  std::cout << "regress: " << source << ", n = " << problem.n() << ", d = " << problem.d()
+  sr::GradientDescentOptions o;
+  o.stop = stop;
+  return sr::gradient_descent(problem, kind, x0, o);
+}
+
+/// The --json document: the run's summary, the hypotheses as checked and the trace.
+nlohmann::json regress_json(const RegressArgs& a, const RegressInput& in, const sr::Summary& s,
+                            const std::vector<sr::HypothesisCheck>& hypotheses) {
+  nlohmann::json doc = {{"source", in.source},
+                        {"n", in.problem.n()},
+                        {"d", in.problem.d()},
+                        {"loss", a.loss},
+                        {"solver", a.solver},
+                        {"status", sr::to_string(s.status)},
+                        {"message", s.message},
+                        {"iterations", s.iterations()},
+                        {"final_loss", s.final_loss},
+                        {"final_gradient_norm", s.final_gradient_norm},
+                        {"seconds", s.seconds},
+                        {"x", std::vector<double>(s.x.data(), s.x.data() + s.x.size())},
+                        {"hypotheses", nlohmann::json::array()},
+                        {"trace", nlohmann::json::array()}};
+  for (const sr::HypothesisCheck& h : hypotheses) {
+    doc["hypotheses"].push_back({{"id", h.id},
+                                 {"statement", h.statement},
+                                 {"measured", h.measured},
+                                 {"required", h.required},
+                                 {"relation", h.relation},
+                                 {"holds", h.holds}});
+  }
+  for (const sr::IterationRecord& r : s.trace) doc["trace"].push_back(to_json(r));
+  return doc;
+}
+
+void run(const RegressArgs& a) {
+  const sr::LossKind kind = sr::parse_loss_kind(a.loss);
+  if (a.solver != "newton" && a.solver != "approx-newton" && a.solver != "gd") {
+    throw InputError("--solver", "name", "one of newton, approx-newton, gd", a.solver);
+  }
+  if (a.max_iterations < 1) throw InputError("--max-iterations", "value", "at least 1");
+  const sr::TheoremParameters parameters{a.R, a.l};
+  const RegressInput in = regress_input(a, parameters);
+  const std::vector<sr::HypothesisCheck> hypotheses = sr::check_hypotheses(in.problem, in.x0, parameters);
+  for (const sr::HypothesisCheck& h : hypotheses) {
+    if (!h.holds) std::cerr << "subevict: warning: " << sr::describe(h) << "\n";
+  }
+  const sr::Summary s = solve(a, in.problem, kind, in.x0);
+  std::cout << "regress: " << in.source << ", n = " << in.problem.n() << ", d = " << in.problem.d()
             << ", loss " << a.loss << ", solver " << a.solver << "\n";
   print_table(s);
   std::cout << "status: " << sr::to_string(s.status) << " (" << s.message << "), "
@@ -204,34 +248,9 @@ void run(const RegressArgs& a) {
   }
   if (!a.plot.empty()) {
     write_plot(a.plot, s, "Convergence of " + a.solver + " on the " + a.loss + " loss (n = " +
-                              std::to_string(problem.n()) + ", d = " + std::to_string(problem.d()) + ")");
+                              std::to_string(in.problem.n()) + ", d = " + std::to_string(in.problem.d()) + ")");
   }
-  if (!a.json.empty()) {
-    nlohmann::json doc = {{"source", source},
-                          {"n", problem.n()},
-                          {"d", problem.d()},
-                          {"loss", a.loss},
-                          {"solver", a.solver},
-                          {"status", sr::to_string(s.status)},
-                          {"message", s.message},
-                          {"iterations", s.iterations()},
-                          {"final_loss", s.final_loss},
-                          {"final_gradient_norm", s.final_gradient_norm},
-                          {"seconds", s.seconds},
-                          {"x", std::vector<double>(s.x.data(), s.x.data() + s.x.size())},
-                          {"hypotheses", nlohmann::json::array()},
-                          {"trace", nlohmann::json::array()}};
-    for (const sr::HypothesisCheck& h : hypotheses) {
-      doc["hypotheses"].push_back({{"id", h.id},
-                                   {"statement", h.statement},
-                                   {"measured", h.measured},
-                                   {"required", h.required},
-                                   {"relation", h.relation},
-                                   {"holds", h.holds}});
-    }
-    for (const sr::IterationRecord& r : s.trace) doc["trace"].push_back(to_json(r));
-    write_json(a.json, doc);
-  }
+  if (!a.json.empty()) write_json(a.json, regress_json(a, in, s, hypotheses));
 }
 
 }  // namespace

@@ -162,6 +162,39 @@ int gather(sweep::ResultStore& store, const fs::path& dir, const std::string& pr
   return added;
 }
 
+/// The job ids finished outside this process's own store `own`: in the gathered store and the
+/// shard files not gathered yet (and, with `lone`, outside MPI, rank files an interrupted mpirun
+/// left; under MPI the other ranks are writing theirs).
+std::set<std::string> finished_elsewhere(const fs::path& dir, const fs::path& own, const fs::path& main_store,
+                                         bool lone) {
+  std::vector<fs::path> finished = parts_of(dir, "shard-");
+  if (lone) {
+    for (const auto& p : parts_of(dir, "rank-")) finished.push_back(p);
+  }
+  if (fs::exists(main_store)) finished.push_back(main_store);
+  std::set<std::string> done;
+  for (const auto& p : finished) {
+    if (p == own) continue;
+    const sweep::ResultStore other(p.string(), true);
+    for (const auto& id : other.ids()) done.insert(id);
+  }
+  return done;
+}
+
+/// One thread per job: jobs are the unit of parallelism, and Eigen's multithreaded products
+/// partition sums by the thread count, so a fixed count makes every process compute the same bits
+/// (mpirun binds each rank to one core; a lone process would otherwise use all cores). The first
+/// SIGINT lets the running job finish and stops; a second kills at once.
+void prepare_process() {
+  omp_set_num_threads(1);
+  Eigen::setNbThreads(1);
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  action.sa_flags = SA_RESETHAND;  // a second SIGINT kills at once
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
 int run_sweep(const SweepArgs& args) {
   if (args.config.empty()) throw InputError("sweep", "--config", "a grid file (or the `report` subcommand)");
   if (args.output.empty()) throw InputError("sweep", "-o", "an output directory");
@@ -197,33 +230,12 @@ int run_sweep(const SweepArgs& args) {
   const std::vector<sweep::Job> mine = sweep::shard_jobs(jobs, shard.first, shard.second);
   auto store = std::make_unique<sweep::ResultStore>(own.string());
   std::set<std::string> done = store->ids();
-  // Finished elsewhere: the gathered store and the shard files not gathered yet (and, outside
-  // MPI, rank files an interrupted mpirun left; under MPI the other ranks are writing theirs).
-  std::vector<fs::path> finished = parts_of(dir, "shard-");
-  if (ranks.size() == 1) {
-    for (const auto& p : parts_of(dir, "rank-")) finished.push_back(p);
-  }
-  if (fs::exists(main_store)) finished.push_back(main_store);
-  for (const auto& p : finished) {
-    if (p == own) continue;
-    const sweep::ResultStore other(p.string(), true);
-    for (const auto& id : other.ids()) done.insert(id);
-  }
+  for (const auto& id : finished_elsewhere(dir, own, main_store, ranks.size() == 1)) done.insert(id);
   std::vector<const sweep::Job*> todo;
   for (const auto& job : mine)
     if (!done.count(job.id())) todo.push_back(&job);
 
-  // One thread per job: jobs are the unit of parallelism, and Eigen's multithreaded products
-  // partition sums by the thread count, so a fixed count makes every process compute the same bits
-  // (mpirun binds each rank to one core; a lone process would otherwise use all cores).
-  omp_set_num_threads(1);
-  Eigen::setNbThreads(1);
-
-  struct sigaction action {};
-  action.sa_handler = on_sigint;
-  action.sa_flags = SA_RESETHAND;  // a second SIGINT kills at once
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
+  prepare_process();
 
   const std::string label = ranks.size() > 1 ? "sweep rank " + std::to_string(ranks.rank())
                             : shard.second > 1 ? "sweep shard " + args.shard : "sweep";

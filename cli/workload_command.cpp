@@ -135,20 +135,89 @@ void print_table(const std::vector<HeadStatistics>& heads, const std::string& by
   }
 }
 
+/// What `workload inspect` was asked.
+struct InspectArgs {
+  std::string file, json_path, table;
+  InspectOptions options;
+  bool allow_nonfinite = false, quiet = false;
+  std::string layers = "all", heads = "all";
+};
+
+/// The --json document of `workload inspect`.
+nlohmann::json inspect_json(const InspectArgs& a, const Workload& w, const InspectOptions& options,
+                            const std::vector<HeadStatistics>& statistics) {
+  const InspectOptions& opt = a.options;
+  nlohmann::json doc = {{"file", a.file},
+                        {"shape", to_json(w.shape())},
+                        {"score_scale", w.score_scale()},
+                        {"attention_windows", w.windows()},
+                        {"metadata", w.metadata},
+                        {"measured",
+                         {{"layers", options.layers},
+                          {"layers_text", format_index_set(options.layers)},
+                          {"q_heads", options.q_heads},
+                          {"q_heads_text", format_index_set(options.q_heads)}}},
+                        {"options",
+                         {{"tau", opt.tau},
+                          {"sinks", opt.sinks},
+                          {"recent_window", opt.recent_window},
+                          {"wide_recent_window", opt.wide_recent_window},
+                          {"top_fraction", opt.top_fraction},
+                          {"first_token_from", opt.first_token_from},
+                          {"late_rows", opt.late_rows},
+                          {"sink_head_threshold", opt.sink_head_threshold}}},
+                        {"mean", to_json(mean_statistics(statistics))},
+                        {"sink_head_rate", sink_head_rate(statistics, opt.sink_head_threshold)},
+                        {"layers", nlohmann::json::array()},
+                        {"heads", nlohmann::json::array()}};
+  for (const LayerStatistics& l : per_layer_statistics(statistics, opt.sink_head_threshold)) {
+    doc["layers"].push_back({{"layer", l.layer},
+                             {"window", l.mean.window},
+                             {"heads", l.heads},
+                             {"sink_head_rate", l.sink_head_rate},
+                             {"mean", to_json(l.mean)}});
+  }
+  for (const HeadStatistics& h : statistics) doc["heads"].push_back(to_json(h));
+  return doc;
+}
+
+void run_inspect(const InspectArgs& a) {
+  ReadOptions read_options;
+  read_options.allow_nonfinite = a.allow_nonfinite;
+  const Workload w = read_workload(a.file, read_options);
+  require_output_directory(a.json_path, "--json");
+  InspectOptions options = a.options;
+  options.layers = parse_index_set(a.layers, w.shape().layers, {"inspect", "--layers", "layers"});
+  options.q_heads = parse_index_set(a.heads, w.shape().q_heads, {"inspect", "--heads", "query heads"});
+  Progress progress("inspect", (long long)(options.layers.size() * options.q_heads.size()), "heads", a.quiet);
+  options.progress = [&progress](int, int) { progress.advance(); };
+  const auto statistics = inspect_workload(w, options);
+  std::cout << a.file << ": " << to_string(w.shape()) << " (" << w.shape().attention_kind() << ", score scale "
+            << w.score_scale() << ")\n";
+  if (w.has_windows()) {
+    std::vector<int> windowed;
+    for (int l = 0; l < w.shape().layers; ++l) {
+      if (w.window(l) > 0) windowed.push_back(l);
+    }
+    std::cout << "sliding-window layers " << format_index_set(windowed) << " (window "
+              << window_text(w.window(windowed.front())) << " keys, each layer's own in the table); the others "
+              << "global\n";
+  }
+  std::cout << "layers " << format_index_set(options.layers) << ", query heads " << format_index_set(options.q_heads)
+            << ": " << statistics.size() << " (layer, query head) pairs\n";
+  print_table(statistics, !a.table.empty() ? a.table : (options.layers.size() > 1 ? "layer" : "head"),
+              a.options.sink_head_threshold);
+  if (!a.json_path.empty()) write_json(a.json_path, inspect_json(a, w, options, statistics));
+}
+
 void add_inspect(CLI::App& parent) {
-  auto file = std::make_shared<std::string>();
-  auto json_path = std::make_shared<std::string>();
-  auto opt = std::make_shared<InspectOptions>();
-  auto allow_nonfinite = std::make_shared<bool>(false);
-  auto table = std::make_shared<std::string>();
-  auto quiet = std::make_shared<bool>(false);
-  auto layers = std::make_shared<std::string>("all");
-  auto heads = std::make_shared<std::string>("all");
+  auto a = std::make_shared<InspectArgs>();
+  InspectOptions* opt = &a->options;
   CLI::App* cmd = parent.add_subcommand(
       "inspect", "Measure a workload's attention structure per (layer, head): sparsity, sink mass, "
                  "recency, power law of accumulated attention, heavy-hitter share, key-norm correlation");
-  cmd->add_option("file", *file, "Workload: FILE.safetensors or a directory with q/k/v.npy")->required();
-  cmd->add_option("--json", *json_path, "Also write the statistics as JSON");
+  cmd->add_option("file", a->file, "Workload: FILE.safetensors or a directory with q/k/v.npy")->required();
+  cmd->add_option("--json", a->json_path, "Also write the statistics as JSON");
   cmd->add_option("--tau", opt->tau, "Sparsity threshold relative to the row maximum")->capture_default_str();
   cmd->add_option("--sinks", opt->sinks, "Positions counted as sinks")->capture_default_str();
   cmd->add_option("--recent-window", opt->recent_window, "Recent window (keys)")->capture_default_str();
@@ -162,82 +231,21 @@ void add_inspect(CLI::App& parent) {
   cmd->add_option("--sink-head-threshold", opt->sink_head_threshold,
                   "A head is a sink head when its late first-token mass exceeds this")
       ->capture_default_str();
-  cmd->add_option("--table", *table, "Rows of the printed table: head | layer (default: head for one chosen layer, "
+  cmd->add_option("--table", a->table, "Rows of the printed table: head | layer (default: head for one chosen layer, "
                                      "layer otherwise); the JSON has both")
       ->check(CLI::IsMember({"head", "layer"}));
-  cmd->add_option("--layers", *layers,
+  cmd->add_option("--layers", a->layers,
                   "Layers to measure: a list of layers and ranges such as 0,14,20-29, or all; a single number N is "
                   "layer N alone")
       ->capture_default_str();
-  cmd->add_option("--heads", *heads,
+  cmd->add_option("--heads", a->heads,
                   "Query heads to measure in every chosen layer, in the same syntax (query heads, as the table's "
                   "head column; KV head h groups query heads h g .. h g + g - 1)")
       ->capture_default_str();
   cmd->add_option("--threads", opt->threads, "Threads (0: all cores)");
-  cmd->add_flag("--quiet", *quiet, "No progress on stderr");
-  cmd->add_flag("--allow-nonfinite", *allow_nonfinite, "Accept NaN/Inf in the file");
-  cmd->callback([=]() {
-    ReadOptions read_options;
-    read_options.allow_nonfinite = *allow_nonfinite;
-    const Workload w = read_workload(*file, read_options);
-    require_output_directory(*json_path, "--json");
-    InspectOptions options = *opt;
-    options.layers = parse_index_set(*layers, w.shape().layers, {"inspect", "--layers", "layers"});
-    options.q_heads = parse_index_set(*heads, w.shape().q_heads, {"inspect", "--heads", "query heads"});
-    Progress progress("inspect", (long long)(options.layers.size() * options.q_heads.size()), "heads", *quiet);
-    options.progress = [&progress](int, int) { progress.advance(); };
-    const auto statistics = inspect_workload(w, options);
-    const HeadStatistics mean = mean_statistics(statistics);
-    std::cout << *file << ": " << to_string(w.shape()) << " (" << w.shape().attention_kind()
-              << ", score scale " << w.score_scale() << ")\n";
-    if (w.has_windows()) {
-      std::vector<int> windowed;
-      for (int l = 0; l < w.shape().layers; ++l) {
-        if (w.window(l) > 0) windowed.push_back(l);
-      }
-      std::cout << "sliding-window layers " << format_index_set(windowed) << " (window "
-                << window_text(w.window(windowed.front())) << " keys, each layer's own in the table); the others "
-                << "global\n";
-    }
-    std::cout << "layers " << format_index_set(options.layers) << ", query heads " << format_index_set(options.q_heads)
-              << ": " << statistics.size() << " (layer, query head) pairs\n";
-    print_table(statistics, !table->empty() ? *table : (options.layers.size() > 1 ? "layer" : "head"),
-                opt->sink_head_threshold);
-    if (!json_path->empty()) {
-      nlohmann::json doc = {{"file", *file},
-                            {"shape", to_json(w.shape())},
-                            {"score_scale", w.score_scale()},
-                            {"attention_windows", w.windows()},
-                            {"metadata", w.metadata},
-                            {"measured",
-                             {{"layers", options.layers},
-                              {"layers_text", format_index_set(options.layers)},
-                              {"q_heads", options.q_heads},
-                              {"q_heads_text", format_index_set(options.q_heads)}}},
-                            {"options",
-                             {{"tau", opt->tau},
-                              {"sinks", opt->sinks},
-                              {"recent_window", opt->recent_window},
-                              {"wide_recent_window", opt->wide_recent_window},
-                              {"top_fraction", opt->top_fraction},
-                              {"first_token_from", opt->first_token_from},
-                              {"late_rows", opt->late_rows},
-                              {"sink_head_threshold", opt->sink_head_threshold}}},
-                            {"mean", to_json(mean)},
-                            {"sink_head_rate", sink_head_rate(statistics, opt->sink_head_threshold)},
-                            {"layers", nlohmann::json::array()},
-                            {"heads", nlohmann::json::array()}};
-      for (const LayerStatistics& l : per_layer_statistics(statistics, opt->sink_head_threshold)) {
-        doc["layers"].push_back({{"layer", l.layer},
-                                 {"window", l.mean.window},
-                                 {"heads", l.heads},
-                                 {"sink_head_rate", l.sink_head_rate},
-                                 {"mean", to_json(l.mean)}});
-      }
-      for (const HeadStatistics& h : statistics) doc["heads"].push_back(to_json(h));
-      write_json(*json_path, doc);
-    }
-  });
+  cmd->add_flag("--quiet", a->quiet, "No progress on stderr");
+  cmd->add_flag("--allow-nonfinite", a->allow_nonfinite, "Accept NaN/Inf in the file");
+  cmd->callback([a]() { run_inspect(*a); });
 }
 
 }  // namespace
