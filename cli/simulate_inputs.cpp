@@ -71,8 +71,7 @@ std::vector<greedy::ShareRule> read_share_rules(const SimulateArgs& args) {
                      significant_digits(args.shared_seconds, 6));
   }
   return greedy::parse_share_rules(
-      args.share_rules.empty() ? (args.share == "model" ? "uniform,adakv,pyramidkv,duo" : "uniform,adakv,duo")
-                               : args.share_rules,
+      args.share_rules.empty() ? greedy::default_share_rules(args.share == "model") : args.share_rules,
       "simulate", "--share-rules");
 }
 
