@@ -75,9 +75,13 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
       const Eigen::VectorXd mu = rotation * mu_before;
       Eigen::VectorXd z = c * (keys * mu);
       if (covariance_) {
-        const Eigen::MatrixXd cov =
-            rotation * (outer_[h] / double(count_) - mu_before * mu_before.transpose()) * rotation.transpose();
-        // lazy: never Eigen's threaded GEMM (policies run on simulate's own threads)
+        // Lazy products: never Eigen's threaded GEMM, which a policy run on its caller's threads
+        // (simulate's workers, the task loop's) would enter at every step (36x slower at 1000 steps).
+        Eigen::MatrixXd cov = outer_[h] / double(count_) - mu_before * mu_before.transpose();
+        if (in.has_pre_rope()) {  // R̄ Σ R̄ᵀ (without pre-RoPE tensors R̄ is the identity)
+          const Eigen::MatrixXd rotated = rotation.lazyProduct(cov);
+          cov = rotated.lazyProduct(rotation.transpose());
+        }
         z += (c * c / 2.0) * keys.lazyProduct(cov).cwiseProduct(keys).rowwise().sum();
       }
       const double top = z.maxCoeff();
