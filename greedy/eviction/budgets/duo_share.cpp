@@ -67,10 +67,10 @@ int full_head_budget(long long total, int heads, int streaming_count, int stream
   return int(std::min<long long>(each, tokens));
 }
 
-DuoPlan duo_plan(const ShareRule& rule, const std::vector<std::vector<int>>& units, const std::vector<double>& losses,
+SharePlan duo_plan(const ShareRule& rule, const std::vector<std::vector<int>>& units, const std::vector<double>& losses,
                  int k, int tokens) {
   const int slots = rule.sink_size + rule.recent_size;
-  DuoPlan plan{std::vector<int>(losses.size(), k), std::vector<bool>(losses.size(), false), {}};
+  SharePlan plan{std::vector<int>(losses.size(), k), std::vector<bool>(losses.size(), false), {}};
   int streamed = 0;
   for (const auto& unit : units) {
     std::vector<double> unit_losses;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "greedy/eviction/budgets/share_plan.hpp"
 #include "greedy/eviction/budgets/share_rule.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/process/head_group.hpp"
@@ -31,18 +32,11 @@ namespace subevict::greedy {
 /// would be < 1, or every head streams and m · streaming > total.
 [[nodiscard]] int full_head_budget(long long total, int heads, int streaming_count, int streaming, int tokens);
 
-/// Duo's budgets per head, which heads stream, and a note ("m of H heads stream (S slots)").
-struct DuoPlan {
-  std::vector<int> budgets;
-  std::vector<bool> streaming;
-  std::string note;
-};
-
 /// Duo's plan over units of heads (indices into `losses`, one loss per head; all 0 stand in before
 /// the losses are known): in each unit the streaming_heads of its losses keep sink_size +
 /// recent_size slots (at most n), the others full_head_budget of the unit's total, unit size · k.
-/// Throws InputError (source "duo") as those two do.
-[[nodiscard]] DuoPlan duo_plan(const ShareRule& rule, const std::vector<std::vector<int>>& units,
+/// The note says "m of H heads stream (S slots)". Throws InputError (source "duo") as those two do.
+[[nodiscard]] SharePlan duo_plan(const ShareRule& rule, const std::vector<std::vector<int>>& units,
                                const std::vector<double>& losses, int k, int tokens);
 
 /// What a streaming head of `rule` runs: streamingllm with the rule's sinks.

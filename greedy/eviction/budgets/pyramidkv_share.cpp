@@ -32,9 +32,8 @@ int pyramid_layer_budget(int layer, int layers, int budget, int tokens, int wind
   return std::clamp(int(round_half_even(most - double(layer) * step)), 1, tokens);
 }
 
-std::pair<std::vector<int>, std::string> pyramidkv_plan(const ShareRule& rule,
-                                                        const std::vector<std::pair<int, int>>& heads, int layers,
-                                                        int k, int tokens) {
+SharePlan pyramidkv_plan(const ShareRule& rule, const std::vector<std::pair<int, int>>& heads, int layers, int k,
+                         int tokens) {
   std::vector<int> budgets;
   for (const auto& [layer, kv_head] : heads) {
     budgets.push_back(pyramid_layer_budget(layer, layers, k, tokens, rule.window_size, rule.beta));
@@ -42,7 +41,7 @@ std::pair<std::vector<int>, std::string> pyramidkv_plan(const ShareRule& rule,
   const bool flat = std::all_of(budgets.begin(), budgets.end(), [&](int b) { return b == k; });
   std::string note = flat ? "every layer keeps k (kvpress's fallback: n >= max >= min >= window_size fails)"
                           : "layer budgets " + std::to_string(budgets.front()) + " .. " + std::to_string(budgets.back());
-  return {budgets, note};
+  return {budgets, std::vector<bool>(budgets.size(), false), note};
 }
 
 }  // namespace subevict::greedy

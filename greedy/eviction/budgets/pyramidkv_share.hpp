@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "greedy/eviction/budgets/share_plan.hpp"
 #include "greedy/eviction/budgets/share_rule.hpp"
 
 namespace subevict::greedy {
@@ -22,9 +23,9 @@ namespace subevict::greedy {
 
 
 /// Each head's budget under `rule` (pyramidkv): pyramid_layer_budget of its layer among `layers`
-/// for mean k and n tokens, with a note ("layer budgets A .. B", or kvpress's fallback to k).
-[[nodiscard]] std::pair<std::vector<int>, std::string> pyramidkv_plan(const ShareRule& rule,
-                                                                      const std::vector<std::pair<int, int>>& heads,
-                                                                      int layers, int k, int tokens);
+/// for mean k and n tokens (no head streams), with a note ("layer budgets A .. B", or kvpress's
+/// fallback to k).
+[[nodiscard]] SharePlan pyramidkv_plan(const ShareRule& rule, const std::vector<std::pair<int, int>>& heads, int layers,
+                                       int k, int tokens);
 
 }  // namespace subevict::greedy

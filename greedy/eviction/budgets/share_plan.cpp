@@ -11,17 +11,11 @@ namespace subevict::greedy {
 SharePlan static_share_plan(const ShareRule& rule, const ShareHeads& shares, const Shape& shape, int k,
                             const std::vector<double>* losses) {
   const std::size_t count = shares.heads.size();
-  SharePlan plan{std::vector<int>(count, k), std::vector<bool>(count, false), {}};
-  if (rule.kind == ShareRule::Kind::kPyramidKv) {
-    auto [budgets, note] = pyramidkv_plan(rule, shares.heads, shape.layers, k, shape.tokens);
-    plan.budgets = std::move(budgets);
-    plan.note = std::move(note);
-  }
+  if (rule.kind == ShareRule::Kind::kPyramidKv) return pyramidkv_plan(rule, shares.heads, shape.layers, k, shape.tokens);
   if (rule.kind == ShareRule::Kind::kDuo) {
-    DuoPlan duo = duo_plan(rule, shares.units, losses ? *losses : std::vector<double>(count, 0.0), k, shape.tokens);
-    plan = {std::move(duo.budgets), std::move(duo.streaming), std::move(duo.note)};
+    return duo_plan(rule, shares.units, losses ? *losses : std::vector<double>(count, 0.0), k, shape.tokens);
   }
-  return plan;
+  return {std::vector<int>(count, k), std::vector<bool>(count, false), {}};
 }
 
 PolicySpec planned_policy(const SharePlan& plan, std::size_t head, const ShareRule& rule, const PolicySpec& scorer) {
