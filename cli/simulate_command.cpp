@@ -6,6 +6,7 @@
 // Budgets are read as cli/simulate_args.hpp says.
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,14 @@ void run_simulate(const SimulateArgs& args) {
   if (!args.json.empty()) write_json(args.json, outputs.doc);
   print_simulate_report(loaded.w.shape(), loaded.layers, loaded.kv, inputs.budgets, inputs.main_budget, cells,
                         outputs.doc, args.optimum, written);
+  // policy <= OPT <= sum U <= n cannot break on correct numbers: the outputs stay for inspection,
+  // the exit status says that they are wrong.
+  const nlohmann::json& violations = outputs.doc["violations"];
+  if (!violations.empty()) {
+    std::cerr << "subevict: error: simulate: policy <= OPT_irreversible <= sum U_i <= n violated " << violations.size()
+              << " time(s) (results.json \"violations\"), first: " << violations.front().get<std::string>() << "\n";
+    throw CLI::RuntimeError(1);
+  }
 }
 
 }  // namespace
@@ -82,7 +91,9 @@ void run_simulate(const SimulateArgs& args) {
 void add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Run eviction policies per (layer, KV head) against the offline optimum and the per-step oracle");
+      "simulate",
+      "Run eviction policies per (layer, KV head) against the offline optimum and the per-step oracle; exits 1, "
+      "after writing the outputs, when policy <= OPT <= sum U_i <= n is violated (a wrong number, never a finding)");
   cmd->add_option("--preset", args->preset, "Generate an LLM-like workload of this model shape");
   cmd->add_option("--workload", args->workload, "Read a workload: FILE.safetensors or a q/k/v.npy directory");
   cmd->add_option("--tokens", args->tokens, "Tokens of a generated workload (0: the preset's default)");

@@ -32,6 +32,7 @@ void bind_optimum(nb::module_& m);
 void bind_set_functions(nb::module_& m);
 void bind_verify(nb::module_& m);
 void bind_share(nb::module_& m);
+void bind_feature_trace(nb::module_& m);
 
 /// Any array handed in by Python, not converted (dtype and layout are checked by the callers).
 using AnyArray = nb::ndarray<nb::ro, nb::device::cpu>;

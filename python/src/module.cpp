@@ -14,4 +14,5 @@ NB_MODULE(_subevict, m) {
   bind_set_functions(m);
   bind_verify(m);
   bind_share(m);
+  bind_feature_trace(m);
 }

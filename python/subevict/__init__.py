@@ -55,7 +55,7 @@ from .policies import Decisions, Policy, ScorePolicy
 
 __all__ = [
     "Decisions", "InputError", "PolicyContractError", "Policy", "ScorePolicy", "SetFunction", "Workload", "allocate", "attention",
-    "budget_curve", "budget_size", "check_ids", "closed_loop", "exact_optimum", "facility_location", "gain_matrix", "generate", "greedy", "inspect",
+    "budget_curve", "budget_size", "check_ids", "closed_loop", "exact_optimum", "facility_location", "feature_trace", "gain_matrix", "generate", "greedy", "inspect",
     "modular", "offline_optimum", "parse_budgets", "policy_names", "policy_parameters", "policy_specs", "presets", "read_workload",
     "schedule_value", "share", "shared_optimum", "simulate", "step_oracle", "tracked_attention", "verify", "weighted_coverage",
     "write_workload",
@@ -151,6 +151,37 @@ def simulate(workload: Workload, policies: Union[str, Any, Sequence[Any]] = "h2o
     return _subevict._simulate(workload, list(policies), _budget_list(budget), layer_list, head_list, optimum,
                                float(gap), int(seed), int(horizon), bool(record_cache), bool(overlap),
                                None if model_layer is None else int(model_layer), optimum_rows=rows)
+
+
+def feature_trace(workload: Workload, layer: int, kv_head: int, budget: Union[float, int], *, policy: Optional[str] = None,
+                  schedule: Optional[Sequence[int]] = None, prefill: int = 0, every: int = 1, window: int = 32,
+                  sinks: int = 4, trend_rate: float = 0.125, model_layer: Optional[int] = None) -> dict:
+    """The online features of the members of G_i at the full steps of one run on (layer, KV head)
+    (docs/learned_policy.md): the learned policy's training data along the optimum's schedule, and
+    what a policy saw when it decided.
+
+    policy: a policy spec ("h2o", "learned:model=FILE"), or schedule: a schedule t_j (a trace's or the
+        optimum's "last_step", int [n]) replayed at this budget; exactly one of them.
+    budget: a ratio in (0, 1) of the sequence length or an integer size.
+    every: record the full steps i with i % every == 0.
+    window, sinks, trend_rate: the feature options (docs/eviction.md, "Online features").
+    model_layer: the layer index the policy and the layer feature read (default: `layer`).
+
+    Returns {"features" (float64 [rows, len(subevict.learned.FEATURES)]), "steps" (int32 [S]),
+    "offsets" (int32 [S + 1]: step s owns rows offsets[s]..offsets[s+1]-1), "tokens" (int32 [rows]:
+    each row's member), "evicted_row" (int32 [S]: the row, from offsets[s], that was evicted),
+    "evicted" (int32 [n]: the run's evicted token per step, -1 none), "last_step" (int32 [n]),
+    "budget" (the k used)}.
+    """
+    if not isinstance(workload, Workload):
+        raise InputError(f"feature_trace: workload: expected a subevict.Workload, got {type(workload).__name__}")
+    if (policy is None) == (schedule is None):
+        raise InputError("feature_trace: policy: expected exactly one of policy and schedule")
+    k = budget_size(float(budget), workload.shape["tokens"], "feature_trace")
+    steps = None if schedule is None else [int(t) for t in schedule]
+    return _subevict._feature_trace(workload, int(layer), int(kv_head), policy or "", steps, k, int(prefill), int(every),
+                                    int(window), int(sinks), float(trend_rate),
+                                    None if model_layer is None else int(model_layer))
 
 
 def share(workload: Workload, budget: float = 0.2, layers: Union[int, Iterable[int], None] = None,

@@ -1124,6 +1124,45 @@ class CliTest(unittest.TestCase):
         with open(path) as f:
             return list(csv.DictReader(f))
 
+    def test_simulate_runs_a_learned_model_and_refuses_a_bad_one(self):
+        names = ["accumulated_attention", "current_attention", "window_attention", "age", "position", "sink",
+                 "key_norm", "value_norm", "key_mean_cosine", "attention_trend", "layer", "kv_head"]
+        model = {"format": "subevict-learned-policy", "version": 1, "features_version": 1, "features": names,
+                 "feature_options": {"window": 8, "sinks": 2, "trend_rate": 0.25},
+                 "nets": [{"layers": None,
+                           "inputs": [{"feature": n, "transform": "identity", "members_scaled": False, "offset": 0.0,
+                                       "mean": 0.0, "scale": 1.0} for n in names],
+                           "dense": [{"activation": "identity", "weights": [[1.0] + [0.0] * 11], "bias": [0.0]}]}]}
+        path = self.path("model.json")
+        with open(path, "w") as f:
+            json.dump(model, f)
+        out = self.path("learned")
+        # Weight 1 on the accumulated attention alone: H2O's Algorithm 1 (evict the smallest
+        # accumulated score, ties to the lowest token), the same decisions and masses.
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "48", "--budget", "0.25",
+                "--policies", f"learned:model={path},h2o-alg1,h2o", "--optimum", "flow", "-o", out, "--no-plots")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "results.json")) as f:
+            doc = json.load(f)
+        self.assertTrue(doc["decomposition_holds"])
+        self.assertIn(f"learned:model={path}", doc["policies"])
+        rows = self.read_csv(os.path.join(out, "summary.csv"))
+        mass = {(row["kv_head"], row["policy"]): row["total_retained_mass"] for row in rows}
+        for head in ("0", "1"):
+            self.assertEqual(mass[(head, f"learned:model={path}")], mass[(head, "h2o-alg1")])
+            self.assertNotEqual(mass[(head, f"learned:model={path}")], mass[(head, "h2o")])
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "48", "--policies", "learned", "-o", self.path("x"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("learned:model=FILE", r.stderr)
+        model["version"] = 7
+        with open(path, "w") as f:
+            json.dump(model, f)
+        r = run("simulate", "--preset", "tiny-gqa", "--tokens", "48", "--policies", f"learned:model={path}",
+                "-o", self.path("y"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"{path}: version: expected 1, got 7", r.stderr)
+        self.assertFalse(os.path.exists(self.path("y")))
+
     def test_simulate_preset_writes_every_output_and_the_decomposition_holds(self):
         out, js = self.path("sim"), self.path("sim.json")
         r = run("simulate", "--preset", "tiny-gqa", "--tokens", "48", "--budget", "0.2",

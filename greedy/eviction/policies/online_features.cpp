@@ -47,6 +47,7 @@ void OnlineFeatures::reset(const PolicyContext& context) {
     state->assign(n, 0.0);
   }
   unit_key_sum_ = Eigen::VectorXd::Zero(context_.input->head_dim());
+  keys_.resize(Eigen::Index(n), context_.input->head_dim());
   rows_.clear();
   features_.resize(0, kOnlineFeatureCount);
 }
@@ -106,6 +107,8 @@ void OnlineFeatures::arrive(Token t) {
     }
   }
   const Eigen::VectorXd key = input.k.row(t).cast<double>().transpose();
+  if (keys_.rows() < input.tokens()) keys_.conservativeResize(input.tokens(), keys_.cols());
+  keys_.row(t) = key.transpose();
   key_norm_[std::size_t(t)] = key.norm();
   value_norm_[std::size_t(t)] = input.v.row(t).cast<double>().norm();
   if (key_norm_[std::size_t(t)] > 0.0) unit_key_sum_ += key / key_norm_[std::size_t(t)];
@@ -177,7 +180,7 @@ void OnlineFeatures::fill() {
     const double denominator = key_norm_[t] * anchor_norm;
     const double cosine =
         denominator > 0.0
-            ? input.k.row(j).cast<double>().dot(unit_key_sum_.transpose()) / denominator
+            ? keys_.row(j).dot(unit_key_sum_.transpose()) / denominator
             : 0.0;
     const double values[kOnlineFeatureCount] = {acc_[t],
                                                 current_[t],

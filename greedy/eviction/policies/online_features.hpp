@@ -109,6 +109,8 @@ class OnlineFeatures {
   std::vector<int> seen_at_;  ///< per token: the last step it was a member at, −1 otherwise
   std::vector<double> acc_, current_, window_, average_, key_norm_, value_norm_;
   Eigen::VectorXd unit_key_sum_;  ///< Σ_{t≤i} k_t / ‖k_t‖, ascending t
+  /// The keys of the tokens arrived, in double (the cosines' dot products vectorize on them).
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> keys_;
   std::deque<Row> rows_;          ///< the last w steps, oldest first
   Eigen::MatrixXd features_;
 };

@@ -10,6 +10,7 @@
 #include "core/input_error.hpp"
 #include "core/number_text.hpp"
 #include "greedy/eviction/process/head_group.hpp"
+#include "greedy/eviction/policies/learned.hpp"
 #include "greedy/eviction/policies/lookahead.hpp"
 
 namespace subevict::greedy {
@@ -22,6 +23,7 @@ enum class Kind {
   kOddCount,      ///< an odd integer >= 1
   kNumber,        ///< a finite number >= 0
   kPooling,       ///< none | max | avg (or the names in `choices`)
+  kPath,          ///< a file path (any text; the rule reads and checks the file)
 };
 
 /// One key of one policy: how it is read and where it goes.
@@ -191,6 +193,15 @@ const std::vector<KeyRule>& rules_of(std::string_view name) {
   static const std::vector<KeyRule> non_causal = {
       int_field("chunk_size", Kind::kCount, 1, "the chunk C >= 1 of the non-causal attention", &PolicyParams::chunk_size),
   };
+  static const std::vector<KeyRule> learned = {
+      {"model", Kind::kPath, 0, "the model file (scripts/learn_policy.py; docs/learned_policy.md), required",
+       [](PolicySpec& s, double, const std::string& t) {
+         s.learned_model = std::make_shared<const policies::LearnedModel>(policies::LearnedModel::read(t));
+         s.model_path = t;
+       },
+       [](const PolicySpec& s) { return s.model_path; }},
+  };
+  if (name == "learned") return learned;
   if (name == "cap") return cap;
   if (name == "non_causal_attention") return non_causal;
   if (name == "compactor") return compactor;
@@ -242,6 +253,11 @@ PolicySpec finish(const ListItem& p, const std::string& source, const std::strin
                        "unknown key '" + key + "'");
     }
     const std::string at = where + ": " + key;
+    if (rule->kind == Kind::kPath) {
+      if (text.empty()) throw InputError(source, at, "a file path", "an empty value");
+      rule->apply(spec, 0.0, text);
+      continue;
+    }
     if (rule->kind == Kind::kPooling) {
       try {
         rule->apply(spec, 0.0, text);
@@ -285,8 +301,12 @@ PolicySpec finish(const ListItem& p, const std::string& source, const std::strin
         rule->apply(spec, v, text);
         break;
       case Kind::kPooling:
+      case Kind::kPath:
         break;
     }
+  }
+  if (p.name == "learned" && !spec.learned_model) {
+    throw InputError(source, where, "learned:model=FILE (a model file from scripts/learn_policy.py)", "no model");
   }
   // h2o's split: shares set heavy_ratio, counts set heavy/recent (the policy checks them against k).
   // snapkv's kernel acts only through a pooling: a kernel given without one would change nothing.
@@ -313,7 +333,7 @@ PolicySpec finish(const ListItem& p, const std::string& source, const std::strin
   for (const KeyRule& r : rules) {
     for (const auto& [key, text] : p.keys) {
       if (key != r.key) continue;
-      if (r.kind == Kind::kPooling) {
+      if (r.kind == Kind::kPooling || r.kind == Kind::kPath) {
         spec.given.emplace_back(key, text);
       } else {
         spec.given.emplace_back(key, number_text(std::strtod(text.c_str(), nullptr)));
@@ -336,6 +356,7 @@ std::string PolicySpec::label() const {
 std::vector<std::string> spec_policy_names() {
   std::vector<std::string> names = policy_names();
   names.push_back("lookahead");
+  names.push_back("learned");
   return names;
 }
 
@@ -446,6 +467,10 @@ PolicySpec parse_policy_spec(std::string_view text, const std::string& source, c
 
 std::unique_ptr<EvictionPolicy> make_policy(const PolicySpec& spec) {
   if (spec.name == "lookahead") return std::make_unique<LookaheadPolicy>(spec.horizon);
+  if (spec.name == "learned") {
+    if (!spec.learned_model) throw InputError("policy", "learned: model", "learned:model=FILE", "no model");
+    return std::make_unique<policies::LearnedPolicy>(spec.learned_model);
+  }
   return make_policy(spec.name, spec.params);
 }
 

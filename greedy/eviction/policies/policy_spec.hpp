@@ -7,7 +7,7 @@
 ///   SPEC  = NAME [":" KEY "=" VALUE ("," KEY "=" VALUE)*]
 ///   LIST  = SPEC ("," SPEC)*      an item with "=" and no ":" continues the previous SPEC
 ///
-/// NAME is a registry name (policy_registry.hpp) or "lookahead". Keys per policy:
+/// NAME is a registry name (policy_registry.hpp), "lookahead" or "learned". Keys per policy:
 ///   h2o, h2o-oracle  heavy, recent   shares of the budget k in [0, 1) or counts (integers >= 0),
 ///                                    both of one kind; shares given together sum to 1, counts to
 ///                                    k (they split the cache); one given, the other is the rest
@@ -32,6 +32,7 @@
 ///                                    counts >= 0 with sum <= k; C >= 1; weight (< 0: the
 ///                                    compression ratio); lambda > 0
 ///   non_causal_attention chunk_size  C >= 1
+///   learned          model           the model file (required; read and checked when parsed)
 /// Other policies take no parameters.
 
 #include <memory>
@@ -43,6 +44,10 @@
 #include "greedy/eviction/policies/eviction_policy.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 
+namespace subevict::greedy::policies {
+class LearnedModel;
+}
+
 namespace subevict::greedy {
 
 /// One parsed policy: its name, the registry parameters with the given keys applied, the
@@ -51,6 +56,9 @@ struct PolicySpec {
   std::string name;
   PolicyParams params;
   int horizon = 16;
+  /// learned: the model file as given and the model read from it (shared by every policy made).
+  std::string model_path;
+  std::shared_ptr<const policies::LearnedModel> learned_model;
   /// (key, value) of every key given, in the policy's key order, values normalized (numbers in
   /// their shortest round-trip form).
   std::vector<std::pair<std::string, std::string>> given;
@@ -69,7 +77,7 @@ struct PolicyParameter {
 /// name that is neither a registry name nor "lookahead".
 [[nodiscard]] std::vector<PolicyParameter> policy_parameters(std::string_view name);
 
-/// Every accepted name (the registry's, then "lookahead").
+/// Every accepted name (the registry's, then "lookahead" and "learned").
 [[nodiscard]] std::vector<std::string> spec_policy_names();
 
 /// One SPEC of a LIST as typed: its NAME, whether a ':' followed it, and its KEY=VALUE pairs in

@@ -383,7 +383,9 @@ TEST(PolicySpec, EveryPolicyListsItsParametersWithTheRegistryDefaults) {
 /// Random valid specs: the label parses back to the same spec (label and effective values), and
 /// every numeric key reads back the value written.
 RC_GTEST_PROP(PolicySpec, LabelsRoundTripAndKeysReadBackTheirValues, ()) {
-  const std::vector<std::string> names = spec_policy_names();
+  // learned needs a model file: its label's round trip is tested in learned_test.cpp.
+  std::vector<std::string> names = spec_policy_names();
+  std::erase(names, "learned");
   const std::string name = *rc::gen::elementOf(names);
   const std::vector<PolicyParameter> keys = policy_parameters(name);
   std::string text = name;

@@ -1,0 +1,86 @@
+#pragma once
+/// \file
+/// The model file of the learned policy (docs/learned_policy.md, "The model file"): a small JSON
+/// document that maps the online features of the members of G_i (online_features.hpp) to one keep
+/// score per member; the policy evicts the member with the lowest score. The file pins the feature
+/// set (its version and names) and the feature options it was trained with, and holds one or more
+/// nets: an input transform per feature, a standardization and dense layers. Reading it checks every
+/// field and refuses a malformed, truncated or mismatched file with one InputError naming the field.
+
+#include <Eigen/Core>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "greedy/eviction/policies/online_features.hpp"
+
+namespace subevict::greedy::policies {
+
+/// The format name and version a model file declares ("format", "version").
+inline constexpr std::string_view kLearnedModelFormat = "subevict-learned-policy";
+inline constexpr int kLearnedModelVersion = 1;
+
+/// How a feature becomes an input of a net: x = T(f · (members_scaled ? |G_i| : 1) + offset), then
+/// (x − mean) / scale.
+enum class InputTransform { kIdentity, kLog };
+
+/// One input of a net: which feature and how it is transformed.
+struct ModelInput {
+  OnlineFeature feature = OnlineFeature::kAccumulated;
+  InputTransform transform = InputTransform::kIdentity;
+  bool members_scaled = false;  ///< multiply by |G_i| first (attention sums to ~g over G_i)
+  double offset = 0.0;          ///< added before the transform; with kLog every value must be > 0
+  double mean = 0.0;
+  double scale = 1.0;  ///< > 0
+};
+
+/// The activation of a dense layer.
+enum class Activation { kIdentity, kRelu, kTanh };
+
+/// y = act(W x + b), W of (outputs × inputs).
+struct DenseLayer {
+  Eigen::MatrixXd weights;
+  Eigen::VectorXd bias;
+  Activation activation = Activation::kIdentity;
+};
+
+/// One net: its inputs, its layers (the last has one output: the keep score) and the model layers
+/// it serves (empty: every layer no other net lists).
+struct ModelNet {
+  std::vector<int> layers;
+  std::vector<ModelInput> inputs;
+  std::vector<DenseLayer> dense;
+};
+
+/// A read and checked model file.
+class LearnedModel {
+ public:
+  /// Parses and checks `text` (the file's contents); `source` names it in errors. Throws
+  /// InputError(source, FIELD, ...) for invalid JSON, a missing or mistyped field, another format,
+  /// version or feature version, feature names other than online_feature_names() in order, a net
+  /// whose shapes do not chain to one output, a non-finite number, a scale <= 0, a layer served by
+  /// two nets, or two default nets.
+  static LearnedModel parse(std::string_view text, const std::string& source);
+  /// Reads the file at `path` and parses it (InputError(path, "file", ...) when it cannot be read).
+  static LearnedModel read(const std::string& path);
+
+  /// The feature options the model was trained with (the policy builds its features with them).
+  [[nodiscard]] const OnlineFeatureOptions& feature_options() const { return options_; }
+  /// The net that serves model layer `layer`: the one that lists it, else the default; nullptr
+  /// when none does.
+  [[nodiscard]] const ModelNet* net_for(int layer) const;
+  /// The keep scores of the rows of `features` (one member per row, OnlineFeatures' columns) under
+  /// `net`, into `scores` (resized); `scratch` holds the intermediate layers (the caller's, so that
+  /// one model serves several threads). O(rows · Σ layer sizes).
+  void scores(const ModelNet& net, const Eigen::MatrixXd& features, Eigen::VectorXd& scores,
+              std::vector<Eigen::MatrixXd>& scratch) const;
+  /// The file it was read from (or the parse source).
+  [[nodiscard]] const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  OnlineFeatureOptions options_;
+  std::vector<ModelNet> nets_;
+};
+
+}  // namespace subevict::greedy::policies
