@@ -26,23 +26,28 @@ std::string model_file(int hidden) {
   for (int i = 0; i < f; ++i) {
     const std::string name(policies::online_feature_names()[std::size_t(i)]);
     names += (i ? ",\"" : "\"") + name + "\"";
-    inputs += std::string(i ? "," : "") + "{\"feature\":\"" + name + "\",\"transform\":\"" + (i < 3 ? "log" : "identity") +
-              "\",\"members_scaled\":" + (i < 3 ? "true" : "false") + ",\"offset\":" + (i < 3 ? "0.001" : "0") +
-              ",\"mean\":0,\"scale\":1}";
+    inputs += std::string(i ? "," : "") + "{\"feature\":\"" + name + "\",\"transform\":\"" +
+              (i < 3 ? "log" : "identity") + "\",\"members_scaled\":" + (i < 3 ? "true" : "false") +
+              ",\"offset\":" + (i < 3 ? "0.001" : "0") + ",\"mean\":0,\"scale\":1}";
   }
   for (int h = 0; h < hidden; ++h) {
     rows += h ? ",[" : "[";
-    for (int i = 0; i < f; ++i) rows += (i ? "," : "") + std::to_string(0.01 * ((h * 7 + i * 3) % 11 - 5));
+    for (int i = 0; i < f; ++i)
+      rows.append(i ? "," : "").append(std::to_string(0.01 * ((h * 7 + i * 3) % 11 - 5)));
     rows += "]";
-    bias += (h ? "," : "") + std::string("0.1");
-    out += (h ? "," : "") + std::to_string(0.1 * (h % 5 - 2));
+    bias.append(h ? "," : "").append("0.1");
+    out.append(h ? "," : "").append(std::to_string(0.1 * (h % 5 - 2)));
   }
   const std::string text =
-      "{\"format\":\"subevict-learned-policy\",\"version\":1,\"features_version\":1,\"features\":[" + names +
-      "],\"feature_options\":{\"window\":32,\"sinks\":4,\"trend_rate\":0.125},\"nets\":[{\"layers\":null,\"inputs\":[" +
-      inputs + "],\"dense\":[{\"activation\":\"relu\",\"weights\":[" + rows + "],\"bias\":[" + bias +
-      "]},{\"activation\":\"identity\",\"weights\":[[" + out + "]],\"bias\":[0]}]}]}";
-  const std::string path = (std::filesystem::temp_directory_path() / "subevict_learned_bench.json").string();
+      "{\"format\":\"subevict-learned-policy\",\"version\":1,\"features_version\":1,\"features\":"
+      "[" +
+      names +
+      "],\"feature_options\":{\"window\":32,\"sinks\":4,\"trend_rate\":0.125},\"nets\":[{"
+      "\"layers\":null,\"inputs\":[" +
+      inputs + "],\"dense\":[{\"activation\":\"relu\",\"weights\":[" + rows + "],\"bias\":[" +
+      bias + "]},{\"activation\":\"identity\",\"weights\":[[" + out + "]],\"bias\":[0]}]}]}";
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "subevict_learned_bench.json").string();
   std::ofstream(path) << text;
   return path;
 }
@@ -56,8 +61,8 @@ void BM_PerStep(benchmark::State& state) {
   const Workload w = generate_workload(spec);
   const HeadGroup group = head_group(w, 0, 0);
   static const std::string path = model_file(16);
-  const PolicySpec policy_spec =
-      parse_policy_spec(state.range(1) == 0 ? std::string("h2o") : "learned:model=" + path, "bench", "policy", 16);
+  const PolicySpec policy_spec = parse_policy_spec(
+      state.range(1) == 0 ? std::string("h2o") : "learned:model=" + path, "bench", "policy", 16);
   auto policy = make_policy(policy_spec);
   SimulationOptions options;
   options.budget = k;
@@ -66,9 +71,7 @@ void BM_PerStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
   state.SetLabel(policy->name() + " k=" + std::to_string(k));
 }
-BENCHMARK(BM_PerStep)
-    ->ArgsProduct({{102, 205, 410, 1024}, {0, 1}})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PerStep)->ArgsProduct({{102, 205, 410, 1024}, {0, 1}})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace subevict::greedy

@@ -3,7 +3,8 @@
 (docs/learned_policy.md).
 
     learn_policy.py train --workload W.safetensors -o model.json [--budgets 0.05,0.1,0.2,0.5]
-        [--layers all] [--steps-per-head 48] [--hidden 16] [--activation relu] [--per-layer] [--features a,b,...]
+        [--layers all] [--steps-per-head 48] [--hidden 16] [--activation relu] [--target evicted]
+        [--per-layer] [--features a,b,...]
     learn_policy.py evaluate --model model.json --workload W.safetensors [--policies h2o,...]
         [--budgets ...] [--layers all] -o results.json
     learn_policy.py closed-loop --model model.json --gguf MODEL.gguf --text-file TEXT --tokens N
@@ -65,21 +66,22 @@ def optimum_traces(w, layers, budgets, steps_per_head, quiet=False):
 
 
 def train_model(w, layers, budgets, steps_per_head, hidden, per_layer, features, seed, provenance, quiet=False,
-                activation="relu"):
+                activation="relu", target="evicted"):
     """The model document trained on `w`'s optimum traces, with its top-1 agreement with the
     optimum on its own training steps in its provenance."""
     return train_on(optimum_traces(w, layers, budgets, steps_per_head, quiet), layers, hidden, per_layer, features,
-                    seed, provenance, activation)
+                    seed, provenance, activation, target)
 
 
-def train_on(data, layers, hidden, per_layer, features, seed, provenance, activation="relu"):
+def train_on(data, layers, hidden, per_layer, features, seed, provenance, activation="relu", target="evicted"):
     """The model document trained on optimum traces `data` (optimum_traces' items): one shared net,
     or one per layer of `layers`."""
     groups = {None: data} if not per_layer else {layer: [d for d in data if d[0] == layer] for layer in layers}
     nets = []
     for layer, items in groups.items():
         doc = learned.train([d[3] for d in items], feature_options=FEATURE_OPTIONS, hidden=hidden, features=features,
-                            seed=seed, layers=None if layer is None else [layer], activation=activation)
+                            seed=seed, layers=None if layer is None else [layer], activation=activation,
+                            target=target)
         nets += doc["nets"]
     model = learned.model_document(nets, FEATURE_OPTIONS, **provenance)
     agreement = learned.top1(model, [d[3] for d in data], [d[0] for d in data])
@@ -113,6 +115,8 @@ def main(argv=None):
     t.add_argument("--steps-per-head", type=int, default=48)
     t.add_argument("--hidden", type=int, default=16, help="width of the hidden layer (0: linear)")
     t.add_argument("--activation", choices=["relu", "tanh"], default="relu", help="the hidden layer's activation")
+    t.add_argument("--target", choices=["evicted", "lifetime"], default="evicted",
+                   help="fit the optimum's evicted member (listwise) or every member's remaining lifetime")
     t.add_argument("--per-layer", action="store_true", help="one net per layer instead of one shared net")
     t.add_argument("--features", default="", help="the features used (default all), comma-separated")
     t.add_argument("--seed", type=int, default=0)
@@ -146,10 +150,11 @@ def main(argv=None):
                     raise subevict.InputError(f"learn_policy: --features: expected names of {learned.FEATURES}, got {f}")
             provenance = {"workload": os.path.basename(args.workload), "workload_sha256": file_sha256(args.workload),
                           "budgets": budgets, "steps_per_head": args.steps_per_head, "hidden": args.hidden,
-                          "activation": args.activation, "per_layer": args.per_layer, "seed": args.seed}
+                          "activation": args.activation, "target": args.target, "per_layer": args.per_layer,
+                          "seed": args.seed}
             model = train_model(w, parse_layers(args.layers, w.shape["layers"]), budgets, args.steps_per_head,
                                 args.hidden, args.per_layer, features, args.seed, provenance,
-                                activation=args.activation)
+                                activation=args.activation, target=args.target)
             learned.write_model(model, args.output)
             print(f"learn_policy: trained on {model['provenance']['training_steps']} steps, top-1 agreement with "
                   f"the optimum {model['provenance']['training_top1']:.3f}; wrote {args.output}", file=sys.stderr)

@@ -12,12 +12,14 @@ policy's per-step cost, bench/results/learned_policy.md; tanh is a variant), 32 
 
 Parts (each cached in OUT; --parts picks them, default all):
   train      traces of the optimum on GPL-3 (every layer, KV head and budget) and the models: the
-             main one, a linear one, one net per layer, and four ablations (a feature group left out)
+             main one, a tanh one, a linear one, one net per layer, one fit to every member's remaining
+             lifetime under the optimum, and four ablations (a feature group left out)
   openloop   retained mass / OPT of every model and of h2o, tova, snapkv, streamingllm on every third
              layer of the three held-out exports (the main model on all three, the others on GFDL-1.3), and each model's
              top-1 agreement with the optimum on GFDL-1.3's optimum traces
   closedloop perplexity in the model's forward with the main model, h2o, tova, snapkv, streamingllm
-             and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then GFDL-1.3 at 20% and 50%; the fraction of the gap
+             and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then GFDL-1.3 at 20% and 50%, and the
+             lifetime variant on GFDL-1.3 at 5% and 10%; the fraction of the gap
              between the best built-in policy and opt that the learned policy closes, with a
              bootstrap interval over tokens
   gemma      Gemma 3's global layers: the SmolLM2 model (transfer) and a model trained on Gemma's
@@ -57,6 +59,7 @@ ABLATIONS = {
     "no_context": ("layer", "kv_head"),
 }
 BOOTSTRAP = 2000
+LIFETIME = "mlp16_lifetime"  # the variant fit to remaining lifetimes, also run in the closed loop
 OPEN_LOOP_LAYERS = list(range(0, 30, 3))  # every third layer of SmolLM2's 30 (all 3 KV heads each)
 
 
@@ -95,7 +98,8 @@ def part_train(out):
     variants = {"mlp16": dict(hidden=16, per_layer=False, features=None, activation="relu"),
                 "mlp16_tanh": dict(hidden=16, per_layer=False, features=None, activation="tanh"),
                 "linear": dict(hidden=0, per_layer=False, features=None, activation="relu"),
-                "per_layer_mlp16": dict(hidden=16, per_layer=True, features=None, activation="relu")}
+                "per_layer_mlp16": dict(hidden=16, per_layer=True, features=None, activation="relu"),
+                "mlp16_lifetime": dict(hidden=16, per_layer=False, features=None, activation="relu", target="lifetime")}
     for name, dropped in ABLATIONS.items():
         variants[name] = dict(hidden=16, per_layer=False, activation="relu",
                               features=[f for f in subevict.learned.FEATURES if f not in dropped])
@@ -111,7 +115,7 @@ def part_train(out):
         provenance = {"workload": os.path.basename(path), "workload_sha256": learn_policy.file_sha256(path),
                       "budgets": BUDGETS, "steps_per_head": STEPS, "seed": 0, "variant": name, **v}
         model = learn_policy.train_on(data, layers, v["hidden"], v["per_layer"], v["features"], 0, provenance,
-                                      v["activation"])
+                                      v["activation"], v.get("target", "evicted"))
         model["provenance"]["train_seconds"] = time.monotonic() - start
         subevict.learned.write_model(model, os.path.join(models, f"{name}.json"))
         log(f"model {name}: top-1 {model['provenance']['training_top1']:.3f} on "
@@ -144,13 +148,15 @@ def part_openloop(out):
         learn_policy.write_json(result, result_path)
 
 
-def closed_loop_runs(out, text, budgets):
-    path = os.path.join(out, f"closedloop-{text}-{'-'.join(fmt_budget(b)[:-1] for b in budgets)}.json")
+def closed_loop_runs(out, text, budgets, model="mlp16", policies=BUILTINS + ["opt"]):
+    """The closed loop of `model` (and `policies`) on `text` at `budgets` (cached): the main model's
+    runs in closedloop-TEXT-BUDGETS.json, another model's alone in closedloop-MODEL-TEXT-BUDGETS.json."""
+    prefix = "closedloop-" if model == "mlp16" else f"closedloop-{model}-"
+    path = os.path.join(out, f"{prefix}{text}-{'-'.join(fmt_budget(b)[:-1] for b in budgets)}.json")
     if not os.path.exists(path):
-        model = os.path.join(out, "models", "mlp16.json")
-        learn_policy.main(["closed-loop", "--model", model, "--gguf", gguf("smollm2"), "--text-file",
-                           os.path.join(LICENSES, text), "--tokens", str(TOKENS), "--policies",
-                           ",".join(BUILTINS + ["opt"]), "--budgets", ",".join(str(b) for b in budgets), "-o", path])
+        learn_policy.main(["closed-loop", "--model", os.path.join(out, "models", f"{model}.json"), "--gguf",
+                           gguf("smollm2"), "--text-file", os.path.join(LICENSES, text), "--tokens", str(TOKENS),
+                           "--policies", ",".join(policies), "--budgets", ",".join(str(b) for b in budgets), "-o", path])
     return read_json(path)
 
 
@@ -187,10 +193,13 @@ def part_closedloop(out):
     for text in HELD_OUT[:2]:
         closed_loop_runs(out, text, BUDGETS[:2])
     closed_loop_runs(out, HELD_OUT[0], BUDGETS[2:])
+    if os.path.exists(os.path.join(out, "models", f"{LIFETIME}.json")):
+        closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], LIFETIME, [])
 
 
 def closed_loop_docs(out, text):
-    """The closed-loop runs of one text, every budget file merged (runs of all budgets, one full)."""
+    """The closed-loop runs of one text, every budget file of the main model merged (runs of all
+    budgets, one full)."""
     docs = [read_json(os.path.join(out, f)) for f in sorted(os.listdir(out))
             if f.startswith(f"closedloop-{text}-") and f.endswith(".json")]
     if not docs:
@@ -286,6 +295,18 @@ def markdown(out):
                          f" | {r['best']} | {r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
         lines.append("")
         lines += per_layer_losses(rows, doc)
+        lifetime = os.path.join(out, f"closedloop-{LIFETIME}-{text}-5-10.json")
+        if os.path.exists(lifetime):
+            # The main model's learned runs replaced by the lifetime model's, the references kept.
+            other = dict(doc, runs=[r for r in doc["runs"] if not r["policy"].startswith("learned")] +
+                         read_json(lifetime)["runs"])
+            other["runs"] = [r for r in other["runs"] if r["budget"] in BUDGETS[:2]]
+            lines += [f"The lifetime model ({LIFETIME}) in its place, {text}:", "",
+                      "| budget | learned (lifetime) | best built-in | gap closed [95% interval] |", "|---|---|---|---|"]
+            for r in gap_closed(other, rng):
+                lines.append(f"| {fmt_budget(r['budget'])} | {r['ppl_learned']:.3f} | {r['best']} {r['ppl_best']:.3f} | "
+                             f"{r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
+            lines.append("")
     gemma_path = os.path.join(out, "gemma.json")
     if os.path.exists(gemma_path):
         g = read_json(gemma_path)

@@ -123,14 +123,18 @@ def read_model(path: os.PathLike) -> dict:
 
 
 def _dataset(traces: Sequence[Mapping], inputs: Sequence[Mapping], candidates: int, rng: np.random.Generator):
-    """Stacks feature traces: raw inputs, the step of each row and each step's target row. With
+    """Stacks feature traces: raw inputs, the step of each row, each step's target row and each row's
+    remaining lifetime under the replayed schedule (the steps it stays after this one: its token's
+    last_step minus the step, plus 1; 0 for the member evicted at this step). With
     candidates > 0 a step keeps its target and at most `candidates` - 1 other members drawn
-    uniformly (the loss's softmax then runs over that sample)."""
-    xs, seg, targets = [], [], []
+    uniformly (the loss then runs over that sample)."""
+    xs, seg, targets, lifetimes = [], [], [], []
     rows = steps = 0
     for t in traces:
         offsets = np.asarray(t["offsets"], dtype=np.int64)
         evicted = np.asarray(t["evicted_row"], dtype=np.int64)
+        tokens = np.asarray(t["tokens"], dtype=np.int64)
+        last = np.asarray(t["last_step"], dtype=np.int64)
         raw = raw_inputs(np.asarray(t["features"]), step_sizes(offsets), inputs)
         for s in range(len(offsets) - 1):
             if evicted[s] < 0:
@@ -141,20 +145,25 @@ def _dataset(traces: Sequence[Mapping], inputs: Sequence[Mapping], candidates: i
                 others = np.sort(rng.choice(others, candidates - 1, replace=False))
             chosen = np.concatenate([[a + evicted[s]], others])
             xs.append(raw[chosen])
+            lifetimes.append(last[tokens[chosen]] - int(t["steps"][s]) + 1)  # 0: leaves at this step
             seg.append(np.full(len(chosen), steps))
             targets.append(rows)
             rows += len(chosen)
             steps += 1
-    return np.concatenate(xs), np.concatenate(seg), np.asarray(targets, dtype=np.int64)
+    return (np.concatenate(xs), np.concatenate(seg), np.asarray(targets, dtype=np.int64),
+            np.concatenate(lifetimes).astype(np.float64))
 
 
-def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 16, features: Optional[Iterable[str]] = None,
+def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 16,
+          features: Optional[Iterable[str]] = None,
           l2: float = 1e-4, iterations: int = 200, candidates: int = 64, seed: int = 0,
-          layers: Optional[Sequence[int]] = None, activation: str = "relu") -> dict:
+          layers: Optional[Sequence[int]] = None, activation: str = "relu", target: str = "evicted") -> dict:
     """Fits one net to feature traces recorded along the optimum's schedules (subevict.feature_trace
     with the optimum's `last_step`): the per-step softmax of the negated scores over G_i against the
     member the optimum evicted. `hidden` = 0 fits a linear score, else one hidden layer of that width
-    with `activation` ("relu", the default: the C++ policy's cheapest, or "tanh").
+    with `activation` ("relu", the default: the C++ policy's cheapest, or "tanh"). `target`
+    "lifetime" fits instead every sampled member's log(1 + remaining lifetime) under the optimum
+    (least squares; the member expected to leave soonest then scores lowest).
     `features` restricts the inputs (default: every feature), e.g. for ablations; `candidates`
     bounds the members per step in the loss (the target and a seeded uniform sample of the others;
     0: all). Returns a model
@@ -163,11 +172,15 @@ def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 
 
     if activation not in ("relu", "tanh"):
         raise ValueError(f"train: activation: expected relu or tanh, got {activation!r}")
+    if target not in ("evicted", "lifetime"):
+        raise ValueError(f"train: target: expected evicted or lifetime, got {target!r}")
     hidden_fn = torch.relu if activation == "relu" else torch.tanh
     names = list(FEATURES if features is None else features)
     inputs = [dict(feature=n, transform=DEFAULT_INPUTS[n][0], members_scaled=DEFAULT_INPUTS[n][1],
                    offset=DEFAULT_INPUTS[n][2], mean=0.0, scale=1.0) for n in names]
-    raw, seg, targets = _dataset(traces, inputs, candidates, np.random.default_rng(seed))
+    raw, seg, targets, lifetimes = _dataset(traces, inputs, candidates, np.random.default_rng(seed))
+    log_life = np.log1p(lifetimes)
+    life_t = torch.from_numpy((log_life - log_life.mean()) / max(float(log_life.std()), 1e-12))
     mean = raw.mean(axis=0)
     scale = raw.std(axis=0)
     scale = np.where(scale > 1e-12, scale, 1.0)
@@ -193,6 +206,8 @@ def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 
         return h[:, 0]
 
     def loss_fn():
+        if target == "lifetime":
+            return ((forward(x) - life_t) ** 2).mean() + l2 * sum((p ** 2).sum() for p in params[::2])
         logits = -forward(x)
         with warnings.catch_warnings():  # scatter_reduce is "beta" in torch 1.13; its amax is all it is used for
             warnings.simplefilter("ignore", UserWarning)

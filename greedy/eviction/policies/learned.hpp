@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The learned policy (docs/learned_policy.md): `learned:model=FILE`, a ranking model trained on the
-/// exact optimum's eviction decisions (scripts/learn_policy.py) and read from a model file
+/// The learned policy (docs/learned_policy.md): `learned:model=FILE`, a ranking model trained on
+/// the exact optimum's eviction decisions (scripts/learn_policy.py) and read from a model file
 /// (learned_model.hpp).
 
 #include <Eigen/Core>
@@ -43,7 +43,7 @@ class LearnedPolicy final : public RankedPolicy<LearnedPolicy> {
   OnlineFeatures features_;
   std::vector<double> keys_;  // the last keep score, by token
   Eigen::VectorXd scores_;
-  std::vector<Eigen::MatrixXd> scratch_;
+  ScoreScratch scratch_;
 };
 
 }  // namespace subevict::greedy::policies

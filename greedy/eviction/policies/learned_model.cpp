@@ -22,7 +22,8 @@ class Reader {
     if (!node_.is_object()) fail("", "an object", node_.type_name());
   }
 
-  [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got) const {
+  [[noreturn]] void fail(const std::string& key, const std::string& expected,
+                         const std::string& got) const {
     throw InputError(source_, at(key), expected, got);
   }
   [[nodiscard]] std::string at(const std::string& key) const {
@@ -39,9 +40,12 @@ class Reader {
     if (!v.is_string()) fail(key, "a string", v.dump());
     return v.get<std::string>();
   }
-  [[nodiscard]] double number(const std::string& key) const { return number_at(field(key), at(key)); }
+  [[nodiscard]] double number(const std::string& key) const {
+    return number_at(field(key), at(key));
+  }
   [[nodiscard]] double number_at(const json& v, const std::string& where) const {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) throw InputError(source_, where, "a finite number", v.dump());
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      throw InputError(source_, where, "a finite number", v.dump());
     return v.get<double>();
   }
   [[nodiscard]] int integer(const std::string& key) const {
@@ -98,7 +102,8 @@ ModelInput read_input(const json& node, const std::string& path, const std::stri
   return in;
 }
 
-DenseLayer read_dense(const json& node, const std::string& path, const std::string& source, int inputs) {
+DenseLayer read_dense(const json& node, const std::string& path, const std::string& source,
+                      int inputs) {
   const Reader r(node, path, source);
   DenseLayer layer;
   const std::string activation = r.text("activation");
@@ -115,19 +120,23 @@ DenseLayer read_dense(const json& node, const std::string& path, const std::stri
   const json& bias = r.array("bias");
   if (weights.empty()) r.fail("weights", "at least one row", "[]");
   if (bias.size() != weights.size()) {
-    r.fail("bias", std::to_string(weights.size()) + " entries (one per row of weights)", std::to_string(bias.size()));
+    r.fail("bias", std::to_string(weights.size()) + " entries (one per row of weights)",
+           std::to_string(bias.size()));
   }
   layer.weights.resize(Eigen::Index(weights.size()), inputs);
   layer.bias.resize(Eigen::Index(weights.size()));
   for (std::size_t o = 0; o < weights.size(); ++o) {
     const std::string row_path = r.at("weights") + "[" + std::to_string(o) + "]";
     if (!weights[o].is_array() || int(weights[o].size()) != inputs) {
-      throw InputError(source, row_path, std::to_string(inputs) + " numbers (the layer's inputs)", weights[o].dump());
+      throw InputError(source, row_path, std::to_string(inputs) + " numbers (the layer's inputs)",
+                       weights[o].dump());
     }
     for (int i = 0; i < inputs; ++i) {
-      layer.weights(Eigen::Index(o), i) = r.number_at(weights[o][std::size_t(i)], row_path + "[" + std::to_string(i) + "]");
+      layer.weights(Eigen::Index(o), i) =
+          r.number_at(weights[o][std::size_t(i)], row_path + "[" + std::to_string(i) + "]");
     }
-    layer.bias(Eigen::Index(o)) = r.number_at(bias[o], r.at("bias") + "[" + std::to_string(o) + "]");
+    layer.bias(Eigen::Index(o)) =
+        r.number_at(bias[o], r.at("bias") + "[" + std::to_string(o) + "]");
   }
   return layer;
 }
@@ -137,9 +146,11 @@ ModelNet read_net(const json& node, const std::string& path, const std::string& 
   ModelNet net;
   const json& layers = r.field("layers");
   if (!layers.is_null()) {
-    if (!layers.is_array()) r.fail("layers", "null (every other layer) or an array of model layers", layers.dump());
+    if (!layers.is_array())
+      r.fail("layers", "null (every other layer) or an array of model layers", layers.dump());
     for (const json& l : layers) {
-      if (!l.is_number_integer() || l.get<int>() < 0) r.fail("layers", "model layers >= 0", l.dump());
+      if (!l.is_number_integer() || l.get<int>() < 0)
+        r.fail("layers", "model layers >= 0", l.dump());
       net.layers.push_back(l.get<int>());
     }
     if (net.layers.empty()) r.fail("layers", "null or a non-empty array", "[]");
@@ -147,38 +158,63 @@ ModelNet read_net(const json& node, const std::string& path, const std::string& 
   const json& inputs = r.array("inputs");
   if (inputs.empty()) r.fail("inputs", "at least one input", "[]");
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    net.inputs.push_back(read_input(inputs[i], r.at("inputs") + "[" + std::to_string(i) + "]", source));
+    net.inputs.push_back(
+        read_input(inputs[i], r.at("inputs") + "[" + std::to_string(i) + "]", source));
   }
   const json& dense = r.array("dense");
   if (dense.empty()) r.fail("dense", "at least one layer", "[]");
   int width = int(net.inputs.size());
   for (std::size_t d = 0; d < dense.size(); ++d) {
-    net.dense.push_back(read_dense(dense[d], r.at("dense") + "[" + std::to_string(d) + "]", source, width));
+    net.dense.push_back(
+        read_dense(dense[d], r.at("dense") + "[" + std::to_string(d) + "]", source, width));
     width = int(net.dense.back().weights.rows());
   }
-  if (width != 1) r.fail("dense", "a last layer with one output (the keep score)", std::to_string(width) + " outputs");
+  if (width != 1)
+    r.fail("dense", "a last layer with one output (the keep score)",
+           std::to_string(width) + " outputs");
+  for (std::size_t i = 0; i < net.inputs.size(); ++i) {
+    const bool fixed = per_token_constant(net.inputs[i].feature) && !net.inputs[i].members_scaled;
+    (fixed ? net.token_inputs : net.step_inputs).push_back(Eigen::Index(i));
+  }
   return net;
 }
 
 /// Members per block of dense_block: its accumulators stay in registers.
 constexpr Eigen::Index kDenseBlock = 8;
 
-/// One dense layer (before its activation) on members m0 .. m0 + kDenseBlock − 1: out(m, o) =
-/// bias(o) + Σ_i weights(o, i) · in(m, i), summed in input order. Eigen's GEMM would start an
-/// OpenMP team at every step, and its lazy product is not vectorized along the members; this form
-/// is, with no store between the terms.
-void dense_block(const DenseLayer& layer, const Eigen::MatrixXd& in, Eigen::MatrixXd& out, Eigen::Index m0) {
-  for (Eigen::Index o = 0; o < layer.weights.rows(); ++o) {
+/// Adds Σ_c weights(o, columns[c]) · in(m, c), in column order, to out(m, o) for the members
+/// m0 .. m0 + kDenseBlock − 1 (a dense layer's terms; out starts with its bias). Eigen's GEMM would
+/// start an OpenMP team at every step, and its lazy product is not vectorized along the members;
+/// this form is, with no store between the terms.
+void dense_block(const Eigen::MatrixXd& weights, std::span<const Eigen::Index> columns,
+                 const Eigen::MatrixXd& in, Eigen::MatrixXd& out, Eigen::Index m0) {
+  for (Eigen::Index o = 0; o < weights.rows(); ++o) {
+    double* y = out.col(o).data() + m0;
     double sum[kDenseBlock];
-    for (double& s : sum) s = layer.bias(o);
-    for (Eigen::Index i = 0; i < layer.weights.cols(); ++i) {
-      const double w = layer.weights(o, i);
-      const double* x = in.col(i).data() + m0;
+    for (Eigen::Index m = 0; m < kDenseBlock; ++m) sum[m] = y[m];
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const double w = weights(o, columns[c]);
+      const double* x = in.col(Eigen::Index(c)).data() + m0;
       for (Eigen::Index m = 0; m < kDenseBlock; ++m) sum[m] += w * x[m];
     }
-    double* y = out.col(o).data() + m0;
     for (Eigen::Index m = 0; m < kDenseBlock; ++m) y[m] = sum[m];
   }
+}
+
+/// Input `in` of every row of `features`, transformed and standardized, into `out`; `members` is
+/// |G_i|. A log of a non-positive value (a feature below −offset) is taken at the offset.
+template <typename Features>
+void input_column(const ModelInput& in, const Features& features, double members,
+                  Eigen::Ref<Eigen::VectorXd> out) {
+  auto column = out.array();
+  column = features.col(int(in.feature)).array() * (in.members_scaled ? members : 1.0) + in.offset;
+  if (in.transform ==
+      InputTransform::kLog) {  // two statements: Eigen vectorizes the log, not a select
+    column = (column > 0.0).select(column, in.offset);
+    column = column.log();
+  }
+  column =
+      (column - in.mean) * (1.0 / in.scale);  // a multiply, not a divide, per member (as NumPy's)
 }
 
 void apply(Activation activation, Eigen::MatrixXd& x) {
@@ -206,17 +242,20 @@ LearnedModel LearnedModel::parse(std::string_view text, const std::string& sourc
     throw InputError(source, "model file", "valid JSON (a truncated file is not)", e.what());
   }
   const Reader r(doc, "", source);
-  if (r.text("format") != kLearnedModelFormat) r.fail("format", std::string(kLearnedModelFormat), r.text("format"));
+  if (r.text("format") != kLearnedModelFormat)
+    r.fail("format", std::string(kLearnedModelFormat), r.text("format"));
   if (r.integer("version") != kLearnedModelVersion) {
     r.fail("version", std::to_string(kLearnedModelVersion), std::to_string(r.integer("version")));
   }
   if (r.integer("features_version") != kOnlineFeaturesVersion) {
-    r.fail("features_version", std::to_string(kOnlineFeaturesVersion) + " (this build's online features)",
+    r.fail("features_version",
+           std::to_string(kOnlineFeaturesVersion) + " (this build's online features)",
            std::to_string(r.integer("features_version")));
   }
   const json& names = r.array("features");
   std::string expected;
-  for (std::string_view n : online_feature_names()) expected += (expected.empty() ? "" : ", ") + std::string(n);
+  for (std::string_view n : online_feature_names())
+    expected += (expected.empty() ? "" : ", ") + std::string(n);
   bool same = names.size() == std::size_t(kOnlineFeatureCount);
   for (std::size_t f = 0; same && f < names.size(); ++f) {
     same = names[f].is_string() && names[f].get<std::string>() == online_feature_names()[f];
@@ -242,11 +281,14 @@ LearnedModel LearnedModel::parse(std::string_view text, const std::string& sourc
     model.nets_.push_back(read_net(nets[i], path, source));
     const ModelNet& net = model.nets_.back();
     if (net.layers.empty()) {
-      if (has_default) r.fail(path + ".layers", "one default net (layers null) at most", "a second one");
+      if (has_default)
+        r.fail(path + ".layers", "one default net (layers null) at most", "a second one");
       has_default = true;
     }
     for (int l : net.layers) {
-      if (!served.insert(l).second) r.fail(path + ".layers", "each model layer in one net", "layer " + std::to_string(l) + " twice");
+      if (!served.insert(l).second)
+        r.fail(path + ".layers", "each model layer in one net",
+               "layer " + std::to_string(l) + " twice");
     }
   }
   return model;
@@ -269,37 +311,71 @@ const ModelNet* LearnedModel::net_for(int layer) const {
   return fallback;
 }
 
-void LearnedModel::scores(const ModelNet& net, const Eigen::MatrixXd& features, Eigen::VectorXd& scores,
-                          std::vector<Eigen::MatrixXd>& scratch) const {
+void LearnedModel::scores(const ModelNet& net, const Eigen::MatrixXd& features,
+                          std::span<const Token> tokens, Eigen::VectorXd& scores,
+                          ScoreScratch& scratch) const {
   const Eigen::Index rows = features.rows();
-  scratch.resize(net.dense.size() + 1);
-  Eigen::MatrixXd& x = scratch[0];
+  const double members = double(rows);
+  const Eigen::Index outputs = net.dense[0].weights.rows();
+  // Per-token shares of the first layer for the tokens scored for the first time.
+  std::vector<Eigen::Index> fresh;
+  for (Eigen::Index e = 0; e < rows; ++e) {
+    const std::size_t t = std::size_t(tokens[std::size_t(e)]);
+    if (t >= scratch.known.size())
+      scratch.known.resize(std::max(t + 1, 2 * scratch.known.size()), 0);
+    if (!scratch.known[t]) fresh.push_back(e);
+  }
+  if (scratch.token_part.size() < scratch.known.size() * std::size_t(outputs)) {
+    scratch.token_part.resize(scratch.known.size() * std::size_t(outputs));
+  }
+  if (!fresh.empty()) {
+    const auto rows_of_fresh = features(fresh, Eigen::all);
+    Eigen::VectorXd x(Eigen::Index(fresh.size()));
+    Eigen::MatrixXd part = Eigen::MatrixXd::Zero(Eigen::Index(fresh.size()), outputs);
+    for (Eigen::Index i : net.token_inputs) {
+      input_column(net.inputs[std::size_t(i)], rows_of_fresh, members, x);
+      for (Eigen::Index o = 0; o < outputs; ++o) part.col(o) += net.dense[0].weights(o, i) * x;
+    }
+    for (std::size_t f = 0; f < fresh.size(); ++f) {
+      const std::size_t t = std::size_t(tokens[std::size_t(fresh[f])]);
+      for (Eigen::Index o = 0; o < outputs; ++o)
+        scratch.token_part[t * std::size_t(outputs) + std::size_t(o)] = part(Eigen::Index(f), o);
+      scratch.known[t] = 1;
+    }
+  }
   // Rows padded to whole blocks (the padding rows are zeros, their scores dropped).
   const Eigen::Index padded = (rows + kDenseBlock - 1) / kDenseBlock * kDenseBlock;
-  x.resize(padded, Eigen::Index(net.inputs.size()));
+  scratch.layers.resize(net.dense.size() + 1);
+  Eigen::MatrixXd& x = scratch.layers[0];
+  x.resize(padded, Eigen::Index(net.step_inputs.size()));
   x.bottomRows(padded - rows).setZero();
-  const double members = double(rows);
-  for (std::size_t i = 0; i < net.inputs.size(); ++i) {
-    const ModelInput& in = net.inputs[i];
-    const double factor = in.members_scaled ? members : 1.0;
-    auto column = x.col(Eigen::Index(i)).head(rows).array();
-    column = features.col(int(in.feature)).array() * factor + in.offset;
-    // A log of a non-positive value (a feature below −offset) is taken at the offset.
-    // Two statements: Eigen does not vectorize a select, the log alone it does.
-    if (in.transform == InputTransform::kLog) {
-      column = (column > 0.0).select(column, in.offset);
-      column = column.log();
-    }
-    column = (column - in.mean) * (1.0 / in.scale);  // a multiply, not a divide, per member (as NumPy's)
+  for (std::size_t c = 0; c < net.step_inputs.size(); ++c) {
+    input_column(net.inputs[std::size_t(net.step_inputs[c])], features, members,
+                 x.col(Eigen::Index(c)).head(rows));
   }
+  std::vector<Eigen::Index> identity;
   for (std::size_t d = 0; d < net.dense.size(); ++d) {
     const DenseLayer& layer = net.dense[d];
-    Eigen::MatrixXd& y = scratch[d + 1];
+    Eigen::MatrixXd& y = scratch.layers[d + 1];
     y.resize(padded, layer.weights.rows());
-    for (Eigen::Index m0 = 0; m0 < padded; m0 += kDenseBlock) dense_block(layer, scratch[d], y, m0);
+    y.rowwise() = layer.bias.transpose();
+    if (d == 0) {
+      for (Eigen::Index e = 0; e < rows; ++e) {
+        const double* part =
+            scratch.token_part.data() + std::size_t(tokens[std::size_t(e)]) * std::size_t(outputs);
+        for (Eigen::Index o = 0; o < outputs; ++o) y(e, o) += part[o];
+      }
+    } else {
+      identity.resize(std::size_t(layer.weights.cols()));
+      for (std::size_t c = 0; c < identity.size(); ++c) identity[c] = Eigen::Index(c);
+    }
+    const std::span<const Eigen::Index> columns =
+        d == 0 ? std::span<const Eigen::Index>(net.step_inputs) : identity;
+    for (Eigen::Index m0 = 0; m0 < padded; m0 += kDenseBlock)
+      dense_block(layer.weights, columns, scratch.layers[d], y, m0);
     apply(layer.activation, y);
   }
-  scores = scratch.back().col(0).head(rows);
+  scores = scratch.layers.back().col(0).head(rows);
 }
 
 }  // namespace subevict::greedy::policies

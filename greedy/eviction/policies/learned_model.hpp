@@ -4,10 +4,12 @@
 /// document that maps the online features of the members of G_i (online_features.hpp) to one keep
 /// score per member; the policy evicts the member with the lowest score. The file pins the feature
 /// set (its version and names) and the feature options it was trained with, and holds one or more
-/// nets: an input transform per feature, a standardization and dense layers. Reading it checks every
-/// field and refuses a malformed, truncated or mismatched file with one InputError naming the field.
+/// nets: an input transform per feature, a standardization and dense layers. Reading it checks
+/// every field and refuses a malformed, truncated or mismatched file with one InputError naming the
+/// field.
 
 #include <Eigen/Core>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +52,20 @@ struct ModelNet {
   std::vector<int> layers;
   std::vector<ModelInput> inputs;
   std::vector<DenseLayer> dense;
+  /// The inputs whose value is fixed per token (a per_token_constant feature, not members_scaled),
+  /// and the others, each in input order; LearnedModel::parse fills them.
+  std::vector<Eigen::Index> token_inputs, step_inputs;
+};
+
+/// What LearnedModel::scores keeps for one net between the steps of one run: the intermediate
+/// layers, and per token the share of the first layer's pre-activations that comes from its
+/// per-token inputs (ModelNet::token_inputs), computed when the token is first scored. A new run or
+/// another net needs reset().
+struct ScoreScratch {
+  std::vector<Eigen::MatrixXd> layers;
+  std::vector<double> token_part;  ///< token t's share for first-layer output o at t · outputs + o
+  std::vector<char> known;         ///< whether token_part holds token t's share
+  void reset() { known.clear(); }
 };
 
 /// A read and checked model file.
@@ -69,11 +85,13 @@ class LearnedModel {
   /// The net that serves model layer `layer`: the one that lists it, else the default; nullptr
   /// when none does.
   [[nodiscard]] const ModelNet* net_for(int layer) const;
-  /// The keep scores of the rows of `features` (one member per row, OnlineFeatures' columns) under
-  /// `net`, into `scores` (resized); `scratch` holds the intermediate layers (the caller's, so that
-  /// one model serves several threads). O(rows · Σ layer sizes).
-  void scores(const ModelNet& net, const Eigen::MatrixXd& features, Eigen::VectorXd& scores,
-              std::vector<Eigen::MatrixXd>& scratch) const;
+  /// The keep scores of the rows of `features` (one member per row, OnlineFeatures' columns) of
+  /// the members `tokens` (one per row) under `net`, into `scores` (resized); `scratch` is the
+  /// caller's (one model serves several threads) and must have been reset() when the net or the run
+  /// changed: a token's per-token inputs are read at its first scoring only. O(rows · Σ layer
+  /// sizes).
+  void scores(const ModelNet& net, const Eigen::MatrixXd& features, std::span<const Token> tokens,
+              Eigen::VectorXd& scores, ScoreScratch& scratch) const;
   /// The file it was read from (or the parse source).
   [[nodiscard]] const std::string& source() const { return source_; }
 

@@ -43,6 +43,22 @@ static_assert(int(OnlineFeature::kKvHead) + 1 == kOnlineFeatureCount);
 /// The feature names in column order (snake_case, stable: a model file names its inputs by them).
 [[nodiscard]] const std::array<std::string_view, kOnlineFeatureCount>& online_feature_names();
 
+/// Whether a token's value of feature `f` stays the same at every step of a run (position, sink,
+/// key and value norms, layer, KV head): a consumer may derive from it once per token.
+[[nodiscard]] constexpr bool per_token_constant(OnlineFeature f) {
+  switch (f) {
+    case OnlineFeature::kPosition:
+    case OnlineFeature::kSink:
+    case OnlineFeature::kKeyNorm:
+    case OnlineFeature::kValueNorm:
+    case OnlineFeature::kLayer:
+    case OnlineFeature::kKvHead:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// The parameters of the features.
 struct OnlineFeatureOptions {
   int window = 32;            ///< w ≥ 1, the queries summed by kWindow
@@ -111,7 +127,7 @@ class OnlineFeatures {
   Eigen::VectorXd unit_key_sum_;  ///< Σ_{t≤i} k_t / ‖k_t‖, ascending t
   /// The keys of the tokens arrived, in double (the cosines' dot products vectorize on them).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> keys_;
-  std::deque<Row> rows_;          ///< the last w steps, oldest first
+  std::deque<Row> rows_;  ///< the last w steps, oldest first
   Eigen::MatrixXd features_;
 };
 

@@ -3,6 +3,8 @@
 // naming its field; a net's scores equal a hand evaluation; the learned policy keeps the process
 // contract and evicts, at every full step, the member a hand evaluation of its net scores lowest
 // on the recorded features; feature traces record what the replayed schedule evicts.
+#include "greedy/eviction/policies/learned.hpp"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -16,7 +18,6 @@
 #include "core/counter_rng.hpp"
 #include "core/input_error.hpp"
 #include "greedy/eviction/evaluation/feature_trace.hpp"
-#include "greedy/eviction/policies/learned.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/policies/recorded_policy.hpp"
@@ -27,6 +28,8 @@ namespace {
 
 using policies::kOnlineFeatureCount;
 using policies::LearnedModel;
+using policies::OnlineFeature;
+using policies::ScoreScratch;
 
 std::string number(double x) {
   char text[40];
@@ -39,13 +42,19 @@ std::string number(double x) {
 /// net's "layers" value.
 std::string model_text(std::uint64_t seed, int hidden = 3, const std::string& layers = "null",
                        const std::string& activation = "tanh") {
-  auto draw = [&, i = std::uint64_t(0)]() mutable { return 2.0 * uniform(seed, 0x1ea7, i++) - 1.0; };
+  auto draw = [&, i = std::uint64_t(0)]() mutable {
+    return 2.0 * uniform(seed, 0x1ea7, i++) - 1.0;
+  };
   std::string inputs;
   for (int f = 0; f < kOnlineFeatureCount; ++f) {
     const bool attention = f <= 2;
-    inputs += std::string(f ? "," : "") + "{\"feature\":\"" + std::string(policies::online_feature_names()[f]) +
-              "\",\"transform\":\"" + (attention || f == 3 ? "log" : "identity") + "\",\"members_scaled\":" +
-              (attention ? "true" : "false") + ",\"offset\":" + (attention ? "0.001" : f == 3 ? "1" : "0") +
+    inputs += std::string(f ? "," : "") + "{\"feature\":\"" +
+              std::string(policies::online_feature_names()[f]) + "\",\"transform\":\"" +
+              (attention || f == 3 ? "log" : "identity") +
+              "\",\"members_scaled\":" + (attention ? "true" : "false") + ",\"offset\":" +
+              (attention ? "0.001"
+               : f == 3  ? "1"
+                         : "0") +
               ",\"mean\":" + number(draw()) + ",\"scale\":" + number(1.0 + draw() * 0.5) + "}";
   }
   const auto matrix = [&](int rows, int cols) {
@@ -63,12 +72,17 @@ std::string model_text(std::uint64_t seed, int hidden = 3, const std::string& la
     return v + "]";
   };
   std::string names;
-  for (std::string_view n : policies::online_feature_names()) names += (names.empty() ? "\"" : ",\"") + std::string(n) + "\"";
-  return "{\"format\":\"subevict-learned-policy\",\"version\":1,\"features_version\":1,\"features\":[" + names +
-         "],\"feature_options\":{\"window\":4,\"sinks\":2,\"trend_rate\":0.25},\"nets\":[{\"layers\":" + layers +
-         ",\"inputs\":[" + inputs + "],\"dense\":[{\"activation\":\"" + activation + "\",\"weights\":" +
-         matrix(hidden, kOnlineFeatureCount) + ",\"bias\":" + vector(hidden) +
-         "},{\"activation\":\"identity\",\"weights\":" + matrix(1, hidden) + ",\"bias\":" + vector(1) + "}]}]}";
+  for (std::string_view n : policies::online_feature_names())
+    names += (names.empty() ? "\"" : ",\"") + std::string(n) + "\"";
+  return "{\"format\":\"subevict-learned-policy\",\"version\":1,\"features_version\":1,"
+         "\"features\":[" +
+         names +
+         "],\"feature_options\":{\"window\":4,\"sinks\":2,\"trend_rate\":0.25},\"nets\":[{"
+         "\"layers\":" +
+         layers + ",\"inputs\":[" + inputs + "],\"dense\":[{\"activation\":\"" + activation +
+         "\",\"weights\":" + matrix(hidden, kOnlineFeatureCount) + ",\"bias\":" + vector(hidden) +
+         "},{\"activation\":\"identity\",\"weights\":" + matrix(1, hidden) +
+         ",\"bias\":" + vector(1) + "}]}]}";
 }
 
 /// `text` with the first occurrence of `from` replaced by `to` (the test's edits must apply).
@@ -109,19 +123,25 @@ TEST(LearnedModel, RefusesEveryMalformedOrMismatchedFileNamingTheField) {
       {edited(good, "\"subevict-learned-policy\"", "\"other\""), "format"},
       {edited(good, "\"version\":1", "\"version\":2"), "version"},
       {edited(good, "\"features_version\":1", "\"features_version\":2"), "features_version"},
-      {edited(good, "\"accumulated_attention\",\"current_attention\"", "\"current_attention\",\"accumulated_attention\""),
+      {edited(good, "\"accumulated_attention\",\"current_attention\"",
+              "\"current_attention\",\"accumulated_attention\""),
        "features"},
       {edited(good, "\"window\":4", "\"window\":0"), "feature_options"},
-      {edited(good, "\"transform\":\"log\"", "\"transform\":\"sqrt\""), "nets[0].inputs[0].transform"},
+      {edited(good, "\"transform\":\"log\"", "\"transform\":\"sqrt\""),
+       "nets[0].inputs[0].transform"},
       {edited(good, "\"offset\":0.001", "\"offset\":0"), "nets[0].inputs[0].offset"},
-      {edited(good, "\"feature\":\"accumulated_attention\"", "\"feature\":\"nonsense\""), "nets[0].inputs[0].feature"},
-      {edited(good, "\"activation\":\"tanh\"", "\"activation\":\"gelu\""), "nets[0].dense[0].activation"},
+      {edited(good, "\"feature\":\"accumulated_attention\"", "\"feature\":\"nonsense\""),
+       "nets[0].inputs[0].feature"},
+      {edited(good, "\"activation\":\"tanh\"", "\"activation\":\"gelu\""),
+       "nets[0].dense[0].activation"},
       {edited(good, "\"bias\":[", "\"bias\":[0.5,"), "nets[0].dense[0].bias"},
       {edited(good, "\"weights\":[[", "\"weights\":[[0.5,"), "nets[0].dense[0].weights[0]"},
       {edited(good, "\"layers\":null", "\"layers\":[-1]"), "nets[0].layers"},
-      {edited(good, "\"dense\":[", "\"dense\":[{\"activation\":\"relu\",\"weights\":[[1],[1]],\"bias\":[0,0]},"),
+      {edited(good, "\"dense\":[",
+              "\"dense\":[{\"activation\":\"relu\",\"weights\":[[1],[1]],\"bias\":[0,0]},"),
        "nets[0].dense[0].weights[0]"},
-      {edited(good, "\"nets\":[{", "\"nets\":[{\"layers\":null,\"inputs\":[],\"dense\":[]},{"), "nets[0].inputs"},
+      {edited(good, "\"nets\":[{", "\"nets\":[{\"layers\":null,\"inputs\":[],\"dense\":[]},{"),
+       "nets[0].inputs"},
   };
   for (const auto& [text, field] : cases) {
     try {
@@ -132,37 +152,59 @@ TEST(LearnedModel, RefusesEveryMalformedOrMismatchedFileNamingTheField) {
     }
   }
   // Two outputs in the last layer, two default nets, a layer served twice.
-  const std::string two_outputs = edited(
-      good, "{\"activation\":\"identity\",\"weights\":[[", "{\"activation\":\"identity\",\"weights\":[[0,0,0],[");
-  EXPECT_THROW((void)LearnedModel::parse(edited(two_outputs, "\"bias\":[", "\"bias\":[0,"), "m.json"), InputError);
-  const std::string net = good.substr(good.find("{\"layers\""), good.size() - 2 - good.find("{\"layers\""));
-  EXPECT_THROW((void)LearnedModel::parse(edited(good, "\"nets\":[", "\"nets\":[" + net + ","), "m.json"), InputError);
+  const std::string two_outputs = edited(good, "{\"activation\":\"identity\",\"weights\":[[",
+                                         "{\"activation\":\"identity\",\"weights\":[[0,0,0],[");
+  EXPECT_THROW(
+      (void)LearnedModel::parse(edited(two_outputs, "\"bias\":[", "\"bias\":[0,"), "m.json"),
+      InputError);
+  const std::string net =
+      good.substr(good.find("{\"layers\""), good.size() - 2 - good.find("{\"layers\""));
+  EXPECT_THROW(
+      (void)LearnedModel::parse(edited(good, "\"nets\":[", "\"nets\":[" + net + ","), "m.json"),
+      InputError);
   const std::string layer3 = model_text(2, 3, "[3]");
-  const std::string net3 = layer3.substr(layer3.find("{\"layers\""), layer3.size() - 2 - layer3.find("{\"layers\""));
-  EXPECT_NO_THROW((void)LearnedModel::parse(edited(good, "\"nets\":[", "\"nets\":[" + net3 + ","), "m.json"));
-  EXPECT_THROW((void)LearnedModel::parse(edited(layer3, "\"nets\":[", "\"nets\":[" + net3 + ","), "m.json"), InputError);
+  const std::string net3 =
+      layer3.substr(layer3.find("{\"layers\""), layer3.size() - 2 - layer3.find("{\"layers\""));
+  EXPECT_NO_THROW(
+      (void)LearnedModel::parse(edited(good, "\"nets\":[", "\"nets\":[" + net3 + ","), "m.json"));
+  EXPECT_THROW(
+      (void)LearnedModel::parse(edited(layer3, "\"nets\":[", "\"nets\":[" + net3 + ","), "m.json"),
+      InputError);
   EXPECT_THROW((void)LearnedModel::read("/nonexistent/model.json"), InputError);
 }
 
 TEST(LearnedModel, ScoresEqualAHandEvaluationAndNetsServeTheirLayers) {
-  const std::string both = edited(model_text(3, 4, "[2,5]"), "\"nets\":[",
-                                  "\"nets\":[" + [] {
-                                    const std::string t = model_text(4, 5, "null", "relu");
-                                    return t.substr(t.find("{\"layers\""), t.size() - 2 - t.find("{\"layers\"")) + ",";
-                                  }());
+  const std::string both = edited(
+      model_text(3, 4, "[2,5]"), "\"nets\":[", "\"nets\":[" + [] {
+        const std::string t = model_text(4, 5, "null", "relu");
+        return t.substr(t.find("{\"layers\""), t.size() - 2 - t.find("{\"layers\"")) + ",";
+      }());
   const LearnedModel model = LearnedModel::parse(both, "m.json");
   ASSERT_NE(model.net_for(5), nullptr);
   EXPECT_EQ(model.net_for(5)->layers, (std::vector<int>{2, 5}));
   EXPECT_TRUE(model.net_for(0)->layers.empty());
   Eigen::MatrixXd f(19, kOnlineFeatureCount);  // members in blocks of 8 and a tail
   for (Eigen::Index r = 0; r < f.rows(); ++r)
-    for (int c = 0; c < kOnlineFeatureCount; ++c) f(r, c) = uniform(9, std::uint64_t(r), std::uint64_t(c)) * (c + 1);
+    for (int c = 0; c < kOnlineFeatureCount; ++c)
+      f(r, c) = uniform(9, std::uint64_t(r), std::uint64_t(c)) * (c + 1);
   f(0, 0) = -1.0;  // below −offset: the log is taken at the offset
+  std::vector<Token> tokens(std::size_t(f.rows()));
+  for (std::size_t e = 0; e < tokens.size(); ++e) tokens[e] = Token(3 * e + 1);
   for (int layer : {0, 5}) {
     Eigen::VectorXd scores;
-    std::vector<Eigen::MatrixXd> scratch;
-    model.scores(*model.net_for(layer), f, scores, scratch);
-    for (int r = 0; r < f.rows(); ++r) EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), f, r), 1e-12);
+    ScoreScratch scratch;
+    model.scores(*model.net_for(layer), f, tokens, scores, scratch);
+    for (int r = 0; r < f.rows(); ++r)
+      EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), f, r), 1e-12);
+    // A later step: the per-token inputs come from the first scoring, the others from this one.
+    Eigen::MatrixXd later = f.bottomRows(11);
+    later.col(int(OnlineFeature::kAccumulated)).array() += 0.25;
+    later.col(int(OnlineFeature::kAge)).array() += 7.0;
+    model.scores(*model.net_for(layer), later, std::span<const Token>(tokens).last(11), scores,
+                 scratch);
+    for (int r = 0; r < later.rows(); ++r) {
+      EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), later, r), 1e-12);
+    }
   }
   EXPECT_EQ(LearnedModel::parse(model_text(5, 2, "[1]"), "m.json").net_for(0), nullptr);
 }
@@ -176,12 +218,13 @@ PolicySpec learned_spec(const std::string& text, const std::string& name) {
 
 RC_GTEST_PROP(LearnedPolicy, KeepsTheContractAndEvictsTheLowestHandScore, ()) {
   const int n = *rc::gen::inRange(3, 36);
-  const naive::Instance in =
-      naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), n, *rc::gen::inRange(2, 7),
-                             *rc::gen::inRange(1, 4), *rc::gen::element(0.5, 2.0), *rc::gen::inRange(0, 3));
-  const PolicySpec spec = learned_spec(model_text(*rc::gen::inRange<std::uint64_t>(0, 1000), 3, "null",
-                                                  *rc::gen::element<std::string>("tanh", "relu")),
-                                       "prop_model.json");
+  const naive::Instance in = naive::random_instance(
+      *rc::gen::inRange<std::uint64_t>(0, 1u << 30), n, *rc::gen::inRange(2, 7),
+      *rc::gen::inRange(1, 4), *rc::gen::element(0.5, 2.0), *rc::gen::inRange(0, 3));
+  const PolicySpec spec =
+      learned_spec(model_text(*rc::gen::inRange<std::uint64_t>(0, 1000), 3, "null",
+                              *rc::gen::element<std::string>("tanh", "relu")),
+                   "prop_model.json");
   SimulationOptions options;
   options.budget = *rc::gen::inRange(1, n + 1);
   options.prefill = *rc::gen::element(0, *rc::gen::inRange(0, n + 1));
@@ -199,7 +242,9 @@ RC_GTEST_PROP(LearnedPolicy, KeepsTheContractAndEvictsTheLowestHandScore, ()) {
     int best = 0;
     for (int r = 1; r < rows; ++r) {
       const double a = hand_score(net, f, r), b = hand_score(net, f, best);
-      if (a < b || (a == b && t.tokens[std::size_t(first + r)] < t.tokens[std::size_t(first + best)])) best = r;
+      if (a < b ||
+          (a == b && t.tokens[std::size_t(first + r)] < t.tokens[std::size_t(first + best)]))
+        best = r;
     }
     RC_ASSERT(t.evicted_row[s] >= 0);
     const double chosen = hand_score(net, f, t.evicted_row[s]), lowest = hand_score(net, f, best);
@@ -209,15 +254,18 @@ RC_GTEST_PROP(LearnedPolicy, KeepsTheContractAndEvictsTheLowestHandScore, ()) {
   }
   // The same decisions from a second instance (the model is shared, the state is not).
   const Trace again = simulate(in.group(), *make_policy(spec), options);
-  for (int i = 0; i < n; ++i) RC_ASSERT(again.steps[std::size_t(i)].evicted == t.trace.steps[std::size_t(i)].evicted);
+  for (int i = 0; i < n; ++i)
+    RC_ASSERT(again.steps[std::size_t(i)].evicted == t.trace.steps[std::size_t(i)].evicted);
 }
 
 TEST(LearnedPolicy, SpecNeedsAReadableValidModel) {
   EXPECT_THROW((void)parse_policy_spec("learned", "test", "policy", 16), InputError);
-  EXPECT_THROW((void)parse_policy_spec("learned:model=/nonexistent.json", "test", "policy", 16), InputError);
+  EXPECT_THROW((void)parse_policy_spec("learned:model=/nonexistent.json", "test", "policy", 16),
+               InputError);
   const PolicySpec spec = learned_spec(model_text(6), "spec_model.json");
   EXPECT_EQ(spec.label(), "learned:model=" + testing::TempDir() + "spec_model.json");
-  const PolicySpec back = parse_policy_spec(spec.label(), "test", "policy", 16);  // the label parses back
+  const PolicySpec back =
+      parse_policy_spec(spec.label(), "test", "policy", 16);  // the label parses back
   EXPECT_EQ(back.label(), spec.label());
   EXPECT_EQ(effective_parameters(back), effective_parameters(spec));
   EXPECT_EQ(make_policy(spec)->name(), "learned");
@@ -251,7 +299,8 @@ TEST(FeatureTrace, RecordsTheReplayedScheduleAndSamplesSteps) {
     EXPECT_EQ(t.steps[s] % 3, 0);
     EXPECT_GE(t.steps[s], options.budget);  // full steps only
     EXPECT_EQ(t.offsets[s + 1] - t.offsets[s], options.budget + 1);
-    EXPECT_EQ(t.tokens[std::size_t(t.offsets[s] + t.evicted_row[s])], run.steps[std::size_t(t.steps[s])].evicted);
+    EXPECT_EQ(t.tokens[std::size_t(t.offsets[s] + t.evicted_row[s])],
+              run.steps[std::size_t(t.steps[s])].evicted);
   }
   // Recording h2o itself sees the same features as recording its replay.
   const FeatureTrace direct = record_features(in.group(), *h2o, options, every3);
