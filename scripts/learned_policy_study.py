@@ -139,12 +139,13 @@ def part_openloop(out):
                                           BUILTINS if name == "mlp16" else [], BUDGETS, OPEN_LOOP_LAYERS)
             result[key] = table
             learn_policy.write_json(result, result_path)
-    if "top1/" + HELD_OUT[0] not in result:
+    top1 = result.setdefault("top1/" + HELD_OUT[0], {})
+    if any(name not in top1 for name in names):
         w = subevict.read_workload(export("smollm2", HELD_OUT[0], out))
         data = learn_policy.optimum_traces(w, OPEN_LOOP_LAYERS, BUDGETS, STEPS)
-        result["top1/" + HELD_OUT[0]] = {
-            name: subevict.learned.top1(subevict.learned.read_model(os.path.join(models, f"{name}.json")),
-                                        [d[3] for d in data], [d[0] for d in data]) for name in names}
+        for name in names:
+            top1[name] = subevict.learned.top1(subevict.learned.read_model(os.path.join(models, f"{name}.json")),
+                                               [d[3] for d in data], [d[0] for d in data])
         learn_policy.write_json(result, result_path)
 
 
