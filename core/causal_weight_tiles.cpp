@@ -99,6 +99,62 @@ CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& 
   }
 }
 
+CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, CpuPath path)
+    : q_(q), k_(k), scale_(scale), path_(path), n_(int(q.rows())), d_(int(q.cols())) {
+  prepare();
+}
+
+std::vector<double> CausalWeightTiles::column_sums(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
+                                                   int first_row, CpuPath path) {
+  const CausalWeightTiles head(q, k, scale, path);
+  const int n = head.n_;
+  if (first_row < 0 || first_row > n) {
+    throw std::invalid_argument("CausalWeightTiles::column_sums: first_row " + std::to_string(first_row) +
+                                " outside [0, " + std::to_string(n) + "]");
+  }
+  std::vector<double> sums(std::size_t(n), 0.0), scratch, block;
+  std::vector<double> top(kRowBlock), total(kRowBlock);
+  for (int row0 = first_row / kRowBlock * kRowBlock; row0 < n; row0 += kRowBlock) {
+    // Scores come in whole chunks of keys; the keys after the block's last row are never seen.
+    const int rows = std::min(kRowBlock, n - row0), seen = row0 + rows,
+              keys = chunks(seen, kKeyChunk) * kKeyChunk;
+    block.resize(std::size_t(keys) * kRowBlock);  // [key][row], −inf after each row
+    for (int first_key = 0; first_key < keys; first_key += kKeyChunk) {
+      head.scores(row0, first_key, scratch, block.data() + std::size_t(first_key) * kRowBlock);
+    }
+    std::fill(top.begin(), top.end(), -std::numeric_limits<double>::infinity());
+    for (int j = 0; j < seen; ++j) {
+      const double* column = block.data() + std::size_t(j) * kRowBlock;
+      for (int r = 0; r < kRowBlock; ++r) top[r] = std::max(top[r], column[r]);
+    }
+    for (int j = 0; j < seen; ++j) {
+      double* column = block.data() + std::size_t(j) * kRowBlock;
+      for (int r = 0; r < kRowBlock; ++r) column[r] = r < rows ? column[r] - top[r] : kLogMinNormal - 1.0;
+    }
+    if (path == CpuPath::kAvx2Fma) {
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+      detail::exp_flushed_avx2(block.data(), seen * kRowBlock, block.data());
+#endif
+    } else {
+      Eigen::Map<Eigen::ArrayXd> x(block.data(), Eigen::Index(seen) * kRowBlock);
+      x = underflow_exp(x);
+    }
+    std::fill(total.begin(), total.end(), 0.0);
+    for (int j = 0; j < seen; ++j) {
+      const double* column = block.data() + std::size_t(j) * kRowBlock;
+      for (int r = 0; r < kRowBlock; ++r) total[r] += column[r];
+    }
+    for (int r = 0; r < kRowBlock; ++r) total[r] = r < rows && row0 + r >= first_row ? 1.0 / total[r] : 0.0;
+    for (int j = 0; j < seen; ++j) {
+      const double* column = block.data() + std::size_t(j) * kRowBlock;
+      double sum = sums[std::size_t(j)];
+      for (int r = 0; r < kRowBlock; ++r) sum += column[r] * total[r];
+      sums[std::size_t(j)] = sum;
+    }
+  }
+  return sums;
+}
+
 void CausalWeightTiles::scores(int first_row, int first_key, std::vector<double>& scratch, double* out) const {
   if (path_ == CpuPath::kAvx2Fma) {
 #if defined(SUBEVICT_HAVE_AVX2_KERNELS)

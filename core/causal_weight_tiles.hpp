@@ -45,6 +45,18 @@ class CausalWeightTiles {
   CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, std::vector<double> log_normalizer,
                     CpuPath path = active_cpu_path());
 
+  /// Σ_{i ∈ [first_row, n)} a_ij for every key j < n: the column sums of the head's causal weights
+  /// over the query rows from first_row on, in one pass over the score tiles of those rows (each
+  /// row's scores are computed once: its maximum m_i, its exps, their sum, and each weight
+  /// exp(s_ij − m_i) · (1 / Σ_j exp(s_ij − m_i)) added to its key's sum in ascending row order). No
+  /// normalizers are computed beforehand. On the AVX2 path within a relative 2 ·
+  /// exact_rows_tolerance(n, d, M).log_normalizer + gamma(n) of the portable path's sums (the
+  /// same quantities summed in another order, FMA, exp within 2 ulp). Throws as the constructor,
+  /// and std::invalid_argument unless 0 ≤ first_row ≤ n. Cost O((n − first_row) n d), memory one
+  /// row block's scores (kRowBlock · n doubles).
+  [[nodiscard]] static std::vector<double> column_sums(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
+                                                       int first_row, CpuPath path = active_cpu_path());
+
   /// n.
   [[nodiscard]] int size() const { return n_; }
 
@@ -64,6 +76,8 @@ class CausalWeightTiles {
   [[nodiscard]] double weight(int i, int j) const;
 
  private:
+  /// The views, checked and packed, without normalizers (column_sums computes its own per row).
+  CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& k, double scale, CpuPath path);
   /// Checks the shapes and the path, packs the keys (AVX2 path).
   void prepare();
   /// Raw scaled scores of a tile into out (same layout as tile), −inf where the key is after the

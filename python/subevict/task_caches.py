@@ -33,12 +33,15 @@ _POOL = []
 
 def _workers():
     """The threads the StreamingCache runs of a layer's KV heads share (the library releases the
-    GIL while it runs): one per core."""
+    GIL while it runs): one per core, each with one OpenMP thread (the cores are the pool's: a
+    matrix product that opened its own team on every worker would put twice as many threads as
+    cores to work)."""
     if not _POOL:
         import os
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL.append(ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0)), thread_name_prefix="subevict"))
+        _POOL.append(ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0)), thread_name_prefix="subevict",
+                                        initializer=_subevict._set_threads, initargs=(1,)))
     return _POOL[0]
 
 
@@ -210,14 +213,26 @@ class Full:
 class PrefillSet:
     """A cache of the prefill protocols: per KV head a set S of the compressed rows [0, c), chosen
     once per layer by `choose(layer, q, k, v)` ([kv_heads] of int64 tensors, ascending); the rows
-    from c on attend over S and every position in [c, i]."""
+    from c on attend over S and every position in [c, i]. With `submit(layer, q, k, v)` (the same
+    choice as futures on the worker threads, from the rows [0, c) only), `prefetch` starts every
+    layer's choice at once from the full pass's rows, which are the run's rows before c."""
 
-    def __init__(self, c, choose):
-        self.c, self.choose, self.sets = c, choose, {}
+    def __init__(self, c, choose, submit=None):
+        self.c, self.choose, self.submit, self.sets, self.pending = c, choose, submit, {}, {}
+
+    def prefetch(self, tape, layers):
+        """Starts the choice of each layer of `layers` from `tape` (the sample's full pass) on the
+        worker threads, so the KV heads of all layers share the cores; keep() takes the results."""
+        if self.submit is not None:
+            for layer in sorted(layers):
+                self.pending[layer] = self.submit(layer, tape.q[layer], tape.k[layer], tape.v[layer])
 
     def keep(self, layer, q, k, v):
         n = k.shape[1]
-        self.sets[layer] = self.choose(layer, q, k, v)
+        if layer in self.pending:
+            self.sets[layer] = [head.result() for head in self.pending.pop(layer)]
+        else:
+            self.sets[layer] = self.choose(layer, q, k, v)
         keep = causal_keep(n, k.shape[0])[:, self.c:].clone()
         keep[:, :, :self.c] = False
         for h, members in enumerate(self.sets[layer]):
@@ -234,25 +249,30 @@ class PrefillSet:
 
 
 def prefill_policy(spec, budget, seed, model, c):
-    """A built-in policy's one-shot decision on the rows [0, c) (its prefill rule, the k kept)."""
+    """A built-in policy's one-shot decision on the rows [0, c) (its prefill rule, the k kept), a
+    KV head per task on the worker threads."""
     import torch
+    from concurrent.futures import Future
 
     group = model.q_heads // model.kv_heads
 
-    def choose(layer, q, k, v):
+    def one(layer, h, q, k, v):
+        run = _subevict.StreamingCache(spec, int(budget), group, model.head_dim, model.score_scale, seed=int(seed),
+                                       capacity=c, model_layer=layer, kv_head=h, prefill=c)
+        _, cache = run.extend(_group_rows(q, h, group, slice(0, c)), _contiguous(k[h, :c]), _contiguous(v[h, :c]))
+        return torch.from_numpy(cache.astype(np.int64))
+
+    def submit(layer, q, k, v):
         if budget >= c:
-            return [torch.arange(c)] * k.shape[0]
+            done = Future()
+            done.set_result(torch.arange(c))
+            return [done] * k.shape[0]
+        return [_workers().submit(one, layer, h, q, k, v) for h in range(k.shape[0])]
 
-        def one(h):  # on the worker threads, a KV head each
-            run = _subevict.StreamingCache(spec, int(budget), group, model.head_dim, model.score_scale, seed=int(seed),
-                                           capacity=c, model_layer=layer, kv_head=h, prefill=c)
-            _, cache = run.extend(_group_rows(q, h, group, slice(0, c)), _contiguous(k[h, :c]),
-                                  _contiguous(v[h, :c]))
-            return torch.from_numpy(cache.astype(np.int64))
+    def choose(layer, q, k, v):
+        return [head.result() for head in submit(layer, q, k, v)]
 
-        return [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
-
-    return PrefillSet(c, choose)
+    return PrefillSet(c, choose, submit)
 
 
 def attention_column_sums(q, k, scale, rows, group, block=256):
@@ -273,18 +293,30 @@ def attention_column_sums(q, k, scale, rows, group, block=256):
 def prefill_mass_optimum(budget, model, c, rows):
     """`opt` (rows = the compressed rows [0, c)) or `opt-answer` (rows = the decoded rows) of the
     prefill protocols: the k keys of [0, c) with the most attention from `rows`, which is the
-    exact best k-set for those rows' retained mass (a set's mass is the sum of its keys')."""
+    exact best k-set for those rows' retained mass (a set's mass is the sum of its keys'). `opt`
+    reads the rows before c only, so its KV heads go to the worker threads at prefetch."""
     import torch
+    from concurrent.futures import Future
 
     group = model.q_heads // model.kv_heads
+
+    def one(q, k, h):
+        sums = attention_column_sums(q[h * group:(h + 1) * group], k[h:h + 1], model.score_scale, rows, group)
+        return _top_keys(sums[0, :c], int(budget))
+
+    def submit(layer, q, k, v):
+        if budget >= c:
+            done = Future()
+            done.set_result(torch.arange(c))
+            return [done] * k.shape[0]
+        return [_workers().submit(one, q, k, h) for h in range(k.shape[0])]
 
     def choose(layer, q, k, v):
         if budget >= c:
             return [torch.arange(c)] * k.shape[0]
-        sums = attention_column_sums(q, k, model.score_scale, rows, group)
-        return [_top_keys(sums[h, :c], int(budget)) for h in range(k.shape[0])]
+        return [one(q, k, h) for h in range(k.shape[0])]
 
-    return PrefillSet(c, choose)
+    return PrefillSet(c, choose, submit if rows.stop <= c else None)
 
 
 class PrefillTopk:

@@ -123,6 +123,8 @@ def run_one(model, sample, protocol, label, budget, budget_size, full, evict_lay
         def keep_of_layer(layer, q, k, v):
             trace["keep"][layer] = cache.keep(layer, q, k, v)
             return trace["keep"][layer]
+    if hasattr(cache, "prefetch"):
+        cache.prefetch(full, evict_layers)
     hidden, tape = cached_pass(model, ids, full, first_row, keep_of_layer, evict_layers)
     if trace is not None:
         trace["tape"] = tape

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/exact_attention_rows.hpp"
+#include "core/tolerance.hpp"
 
 namespace subevict {
 namespace {
@@ -110,6 +111,44 @@ RC_GTEST_PROP(CausalWeightTiles, GivenNormalizersOfTheExactRowsGiveTheSameWeight
   for (CpuPath path : {CpuPath::kPortable, CpuPath::kAvx2Fma}) {
     if (path == CpuPath::kAvx2Fma && !cpu_supports_avx2_fma()) continue;
     check_tiles(h, 1.0 / std::sqrt(double(h.d)), path, true);
+  }
+}
+
+/// column_sums of h from a row drawn in [0, n] against the long-double definition: within the
+/// weights' relative bound plus the sum's own rounding (gamma(n) relative), on `path`.
+void check_column_sums(const Head& h, CpuPath path) {
+  const double scale = 1.0 / std::sqrt(double(h.d));
+  const int first_row = *rc::gen::inRange(0, h.n + 1);
+  const std::vector<double> got = CausalWeightTiles::column_sums(h.Q(), h.K(), scale, first_row, path);
+  RC_ASSERT(got.size() == std::size_t(h.n));
+  std::vector<long double> want(std::size_t(h.n), 0.0L);
+  for (int i = first_row; i < h.n; ++i) {
+    const std::vector<long double> row = reference_row(h, i, scale);
+    for (int j = 0; j <= i; ++j) want[std::size_t(j)] += row[std::size_t(j)];
+  }
+  const double relative = 2.0 * exact_rows_tolerance(h.n, h.d, score_magnitude(h.Q(), h.K(), scale)).log_normalizer +
+                          Tol<double>::sum(h.n);
+  for (int j = 0; j < h.n; ++j) {
+    RC_ASSERT(std::abs(got[std::size_t(j)] - want[std::size_t(j)]) <= relative * want[std::size_t(j)] + 4 * h.n * DBL_MIN);
+  }
+}
+
+RC_GTEST_PROP(CausalWeightTiles, ColumnSumsMatchTheDefinition, ()) {
+  const Head h = gen_head();
+  check_column_sums(h, CpuPath::kPortable);
+  if (cpu_supports_avx2_fma()) check_column_sums(h, CpuPath::kAvx2Fma);
+}
+
+TEST(CausalWeightTiles, ColumnSumsCountTheRowsFromFirstRowOnly) {
+  // Two rows of two keys with equal scores: row 0 gives key 0 weight 1, row 1 gives each key 1/2.
+  std::vector<float> q(4, 0.0f), k(4, 0.0f);
+  const ConstHeadMap Q(q.data(), 2, 2), K(k.data(), 2, 2);
+  for (CpuPath path : {CpuPath::kPortable, CpuPath::kAvx2Fma}) {
+    if (path == CpuPath::kAvx2Fma && !cpu_supports_avx2_fma()) continue;
+    EXPECT_EQ(CausalWeightTiles::column_sums(Q, K, 1.0, 0, path), (std::vector<double>{1.5, 0.5}));
+    EXPECT_EQ(CausalWeightTiles::column_sums(Q, K, 1.0, 1, path), (std::vector<double>{0.5, 0.5}));
+    EXPECT_EQ(CausalWeightTiles::column_sums(Q, K, 1.0, 2, path), (std::vector<double>{0.0, 0.0}));
+    EXPECT_THROW((void)CausalWeightTiles::column_sums(Q, K, 1.0, 3, path), std::invalid_argument);
   }
 }
 

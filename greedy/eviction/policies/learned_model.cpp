@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -175,6 +176,11 @@ ModelNet read_net(const json& node, const std::string& path, const std::string& 
   for (std::size_t i = 0; i < net.inputs.size(); ++i) {
     const bool fixed = per_token_constant(net.inputs[i].feature) && !net.inputs[i].members_scaled;
     (fixed ? net.token_inputs : net.step_inputs).push_back(Eigen::Index(i));
+  }
+  net.dense[0].columns = net.step_inputs;
+  for (std::size_t d = 1; d < net.dense.size(); ++d) {
+    net.dense[d].columns.resize(std::size_t(net.dense[d].weights.cols()));
+    std::iota(net.dense[d].columns.begin(), net.dense[d].columns.end(), Eigen::Index(0));
   }
   return net;
 }
@@ -353,7 +359,6 @@ void LearnedModel::scores(const ModelNet& net, const Eigen::MatrixXd& features,
     input_column(net.inputs[std::size_t(net.step_inputs[c])], features, members,
                  x.col(Eigen::Index(c)).head(rows));
   }
-  std::vector<Eigen::Index> identity;
   for (std::size_t d = 0; d < net.dense.size(); ++d) {
     const DenseLayer& layer = net.dense[d];
     Eigen::MatrixXd& y = scratch.layers[d + 1];
@@ -365,14 +370,9 @@ void LearnedModel::scores(const ModelNet& net, const Eigen::MatrixXd& features,
             scratch.token_part.data() + std::size_t(tokens[std::size_t(e)]) * std::size_t(outputs);
         for (Eigen::Index o = 0; o < outputs; ++o) y(e, o) += part[o];
       }
-    } else {
-      identity.resize(std::size_t(layer.weights.cols()));
-      for (std::size_t c = 0; c < identity.size(); ++c) identity[c] = Eigen::Index(c);
     }
-    const std::span<const Eigen::Index> columns =
-        d == 0 ? std::span<const Eigen::Index>(net.step_inputs) : identity;
     for (Eigen::Index m0 = 0; m0 < padded; m0 += kDenseBlock)
-      dense_block(layer.weights, columns, scratch.layers[d], y, m0);
+      dense_block(layer.weights, layer.columns, scratch.layers[d], y, m0);
     apply(layer.activation, y);
   }
   scores = scratch.layers.back().col(0).head(rows);

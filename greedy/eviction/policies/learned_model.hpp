@@ -44,6 +44,10 @@ struct DenseLayer {
   Eigen::MatrixXd weights;
   Eigen::VectorXd bias;
   Activation activation = Activation::kIdentity;
+  /// The columns of `weights` LearnedModel::scores multiplies, in order, with the columns of the
+  /// layer's input matrix: the first layer's step inputs (ModelNet::step_inputs), every column for
+  /// a later layer. LearnedModel::parse fills them.
+  std::vector<Eigen::Index> columns;
 };
 
 /// One net: its inputs, its layers (the last has one output: the keep score) and the model layers

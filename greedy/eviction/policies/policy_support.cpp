@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/attention.hpp"
+#include "core/causal_weight_tiles.hpp"
+#include "core/cpu_path.hpp"
 #include "core/input_error.hpp"
 
 namespace subevict::greedy {
@@ -82,17 +84,56 @@ std::vector<Eigen::MatrixXd> attention_rows(const HeadGroup& input, int first, i
 
 std::vector<double> accumulated_full_attention(const HeadGroup& input, GroupAggregation rule,
                                                int first_row, int end_row) {
+  if (active_cpu_path() == CpuPath::kAvx2Fma && rule != GroupAggregation::kMax && first_row < end_row) {
+    // Per head in one pass over its score tiles, the heads' sums added in head order.
+    const ConstHeadMap keys(input.k.data(), end_row, input.k.cols());
+    std::vector<double> sums(std::size_t(end_row), 0.0);
+    for (const ConstHeadMap& q : input.q) {
+      const std::vector<double> head = CausalWeightTiles::column_sums(
+          ConstHeadMap(q.data(), end_row, q.cols()), keys, input.scale, first_row, CpuPath::kAvx2Fma);
+      for (std::size_t j = 0; j < sums.size(); ++j) sums[j] += head[j];
+    }
+    if (rule == GroupAggregation::kMean) {
+      for (double& x : sums) x /= double(input.q.size());
+    }
+    return sums;
+  }
+  // The arithmetic of attention_rows row by row (the same GEMM, softmax and per-weight
+  // aggregation, so the same doubles), with the keys cast once, each block's weights copied to
+  // row-major so a row's softmax and its aggregation over the heads run on contiguous memory.
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   constexpr int kBlockRows = 64;
-  std::vector<double> sums(std::size_t(end_row), 0.0);
-  std::vector<double> weights(input.q.size());
+  std::vector<double> sums(std::size_t(std::max(end_row, 0)), 0.0);
+  if (end_row <= first_row) return sums;
+  const Eigen::MatrixXd keys = input.k.topRows(end_row).cast<double>();
+  std::vector<RowMatrix> weights(input.q.size());
+  Eigen::ArrayXd row_total(end_row);
   for (int first = first_row; first < end_row; first += kBlockRows) {
-    const int rows = std::min(kBlockRows, end_row - first);
-    const std::vector<Eigen::MatrixXd> probs = attention_rows(input, first, rows);
-    for (int r = 0; r < rows; ++r) {
-      for (int j = 0; j <= first + r; ++j) {
-        for (std::size_t h = 0; h < probs.size(); ++h) weights[h] = probs[h](r, j);
-        sums[j] += aggregate(rule, weights);
+    const int rows = std::min(kBlockRows, end_row - first), cols = first + rows;
+    for (std::size_t h = 0; h < input.q.size(); ++h) {
+      const Eigen::MatrixXd scores =
+          input.scale * (input.q[h].middleRows(first, rows).cast<double>() * keys.topRows(cols).transpose());
+      weights[h] = scores;
+      for (int r = 0; r < rows; ++r) {
+        const int visible = first + r + 1;
+        const Eigen::VectorXd logits = weights[h].row(r).head(visible).transpose();
+        weights[h].row(r).head(visible) = softmax(logits).transpose();
       }
+    }
+    for (int r = 0; r < rows; ++r) {
+      const int visible = first + r + 1;
+      auto total = row_total.head(visible);
+      total = weights[0].row(r).head(visible).array().transpose();
+      for (std::size_t h = 1; h < weights.size(); ++h) {
+        const auto next = weights[h].row(r).head(visible).array().transpose();
+        if (rule == GroupAggregation::kMax) {
+          total = total.max(next);
+        } else {
+          total += next;
+        }
+      }
+      if (rule == GroupAggregation::kMean) total /= double(weights.size());
+      Eigen::Map<Eigen::ArrayXd>(sums.data(), visible) += total;
     }
   }
   return sums;

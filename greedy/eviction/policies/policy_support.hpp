@@ -165,7 +165,12 @@ void extend_row_norms(const ConstHeadMap& rows, int from, std::vector<double>& n
 /// Σ_{i ∈ [first_row, end_row)} agg_h(a^h_ij) for j = 0..end_row − 1: the group-aggregated
 /// (per weight) full causal attention accumulated over the query rows [first_row, end_row). With
 /// first_row = 0 and end_row = P these are the prompt's accumulated scores; with end_row = n the
-/// whole-sequence (oracle) scores. Blocked, O(g end_row² d).
+/// whole-sequence (oracle) scores. Blocked, O(g (end_row − first_row) end_row d). On the AVX2 path
+/// (core/cpu_path.hpp) the sum and mean rules take each head's sums from
+/// CausalWeightTiles::column_sums (one pass over the score tiles) and add the heads after: equal
+/// to the portable path's within that function's tolerance, so a decision can differ between the
+/// paths only where two tokens' scores are that close. The portable path and the max rule
+/// aggregate per weight (attention_rows' arithmetic).
 [[nodiscard]] std::vector<double> accumulated_full_attention(const HeadGroup& input,
                                                              GroupAggregation rule, int first_row,
                                                              int end_row);

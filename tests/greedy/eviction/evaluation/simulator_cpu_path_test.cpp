@@ -20,6 +20,8 @@
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/evaluation/streaming_head.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_support.hpp"
+#include "greedy/eviction/process/head_group.hpp"
 
 namespace subevict::greedy {
 namespace {
@@ -90,6 +92,51 @@ TEST(SimulatorCpuPath, DecisionsAreIdenticalAndMetricsWithinTheExactRowsToleranc
       }
       EXPECT_GT(differing, 0) << policy;
     }
+  }
+}
+
+TEST(SimulatorCpuPath, PrefillScoresWithinTheColumnSumsToleranceAndTheSameDecisions) {
+  // The prefill rule's accumulated scores (policy_support.hpp accumulated_full_attention) come from
+  // CausalWeightTiles::column_sums on the AVX2 path: within its relative tolerance of the portable
+  // path's per-weight sums, and the same h2o prefill decisions where no two scores are that close.
+  if (!cpu_supports_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  const Workload w = llm_like_workload(4);
+  const Shape& s = w.shape();
+  constexpr int kPrompt = 240;
+  int differing = 0;
+  for (int group = 0; group < s.kv_heads; ++group) {
+    const HeadGroup heads = head_group(w, 0, group);
+    std::vector<double> portable, fast;
+    {
+      const ScopedCpuPath scoped("portable");
+      portable = policies::accumulated_full_attention(heads, GroupAggregation::kSum, 0, kPrompt);
+    }
+    {
+      const ScopedCpuPath scoped("avx2");
+      fast = policies::accumulated_full_attention(heads, GroupAggregation::kSum, 0, kPrompt);
+    }
+    double magnitude = 0;
+    for (const ConstHeadMap& q : heads.q) magnitude = std::max(magnitude, score_magnitude(q, heads.k, heads.scale));
+    const double relative = 2.0 * exact_rows_tolerance(kPrompt, s.head_dim, magnitude).log_normalizer +
+                            Tol<double>::sum(std::size_t(kPrompt) * heads.q.size());
+    ASSERT_EQ(portable.size(), fast.size());
+    for (std::size_t j = 0; j < portable.size(); ++j) {
+      EXPECT_LE(std::fabs(portable[j] - fast[j]), relative * portable[j]) << "group " << group << " token " << j;
+      differing += portable[j] != fast[j];
+    }
+  }
+  EXPECT_GT(differing, 0) << "the avx2 path gave the portable path's doubles: it did not run";
+  SimulationOptions options;
+  options.budget = 60;
+  options.prefill = kPrompt;
+  std::vector<Trace> traces[2];
+  for (int p = 0; p < 2; ++p) {
+    const ScopedCpuPath scoped(p == 0 ? "portable" : "avx2");
+    traces[p] = simulate_workload(w, [] { return make_policy("h2o"); }, options, 1);
+  }
+  for (std::size_t group = 0; group < traces[0].size(); ++group) {
+    for (std::size_t i = 0; i < traces[0][group].steps.size(); ++i)
+      ASSERT_EQ(traces[0][group].steps[i].evicted, traces[1][group].steps[i].evicted) << "step " << i;
   }
 }
 
