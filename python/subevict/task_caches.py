@@ -139,13 +139,13 @@ class StreamingSchedule:
     def keep(self, layer, q, k, v):
         workload = _subevict.Workload(q.numpy()[None], k.numpy()[None], v.numpy()[None],
                                       score_scale=self.model.score_scale)
-        last, values = [], []
-        for h in range(k.shape[0]):
+        def one(h):  # on the worker threads, a KV head each
             [cell] = _subevict._simulate(workload, [], [float(self.budget)], [0], [h], "flow", 1e-4, 0, 16,
                                          False, False, int(layer), False, optimum_rows=self.rows)
-            last.append(np.asarray(cell["optimum"]["last_step"], dtype=np.int64))
-            values.append(cell["optimum"]["total"])
-        self.schedules[layer], self.values[layer] = np.stack(last), values
+            return np.asarray(cell["optimum"]["last_step"], dtype=np.int64), cell["optimum"]["total"]
+
+        heads = [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
+        self.schedules[layer], self.values[layer] = np.stack([last for last, _ in heads]), [total for _, total in heads]
         return keep_from_last_step(self.schedules[layer])
 
     def resume(self, layer, tape, start):
@@ -175,11 +175,12 @@ class StreamingTopk:
 
         workload = _subevict.Workload(q.numpy()[None], k.numpy()[None], v.numpy()[None],
                                       score_scale=self.model.score_scale)
-        chosen = []
-        for h in range(k.shape[0]):
+        def one(h):  # on the worker threads, a KV head each
             [cell] = _subevict._simulate(workload, [], [float(self.budget)], [0], [h], "oracle", 1e-4, 0, 16,
                                          False, False, int(layer), True)
-            chosen.append(cell["oracle"]["chosen"])
+            return cell["oracle"]["chosen"]
+
+        chosen = [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
         return keep_from_sets(chosen, k.shape[0], k.shape[1])
 
     def resume(self, layer, tape, start):
