@@ -197,18 +197,23 @@ def figures(results, out):
                 "set cbrange [0:1]", "set palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')",
                 "unset key", f"set xtics ({', '.join(repr(str(n)) + f' {i}' for i, n in enumerate(lengths))}) font ',7'",
                 f"set ytics ({', '.join(repr(str(d)) + f' {i}' for i, d in enumerate(depths))}) font ',7'"]
-        for cache, b in panels:
-            name = f"heat_{protocol}_{len(body)}.dat"
+        # One box per (length, depth) cell, coloured by accuracy (boxes, not `with image`: an image
+        # needs two cells along each axis, and one length or one depth is a common grid); the
+        # panels are the blocks of one data file.
+        body += [f"set xrange [-0.5:{len(lengths) - 0.5}]", f"set yrange [-0.5:{len(depths) - 0.5}]"]
+        name, blocks = f"heat_{protocol}.dat", []
+        for index, (cache, b) in enumerate(panels):
             grid = []
             for di, d in enumerate(depths):
                 for li, n in enumerate(lengths):
                     h = next((x for x in heat if x["cache"] == cache and x["budget"] == b and x["depth"] == d
                               and x["length"] == n), None)
                     grid.append(f"{li} {di} {'nan' if h is None else format(h['accuracy'], '.6g')}")
-                grid.append("")
-            _write_atomic(os.path.join(out, name), "\n".join(grid) + "\n")
+            blocks.append(f"# {cache} {b}\n" + "\n".join(grid))
             body.append(f"set title '{cache} {b}' noenhanced font ',8'")
-            body.append(f"plot '{name}' using 1:2:3 with image")
+            body.append(f"plot '{name}' index {index} using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder "
+                        "lc palette")
+        _write_atomic(os.path.join(out, name), "\n\n\n".join(blocks) + "\n")
         body.append("unset multiplot")
         _gnuplot(out, f"heatmap_{protocol}", "\n".join(body) + "\n",
                  size=f"{max(600, 220 * columns)},{max(400, 200 * rows)}")
