@@ -45,6 +45,11 @@ def _workers():
     return _POOL[0]
 
 
+def _each_head(one, heads):
+    """[one(h) for h < heads], each call on the worker threads, in head order."""
+    return [head.result() for head in [_workers().submit(one, h) for h in range(heads)]]
+
+
 def _contiguous(tensor):
     return np.ascontiguousarray(tensor.numpy())
 
@@ -144,7 +149,7 @@ class StreamingSchedule:
                                          False, False, int(layer), False, optimum_rows=self.rows)
             return np.asarray(cell["optimum"]["last_step"], dtype=np.int64), cell["optimum"]["total"]
 
-        heads = [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
+        heads = _each_head(one, k.shape[0])
         self.schedules[layer], self.values[layer] = np.stack([last for last, _ in heads]), [total for _, total in heads]
         return keep_from_last_step(self.schedules[layer])
 
@@ -180,7 +185,7 @@ class StreamingTopk:
                                          False, False, int(layer), True)
             return cell["oracle"]["chosen"]
 
-        chosen = [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
+        chosen = _each_head(one, k.shape[0])
         return keep_from_sets(chosen, k.shape[0], k.shape[1])
 
     def resume(self, layer, tape, start):
@@ -213,27 +218,38 @@ class Full:
 
 class PrefillSet:
     """A cache of the prefill protocols: per KV head a set S of the compressed rows [0, c), chosen
-    once per layer by `choose(layer, q, k, v)` ([kv_heads] of int64 tensors, ascending); the rows
-    from c on attend over S and every position in [c, i]. With `submit(layer, q, k, v)` (the same
-    choice as futures on the worker threads, from the rows [0, c) only), `prefetch` starts every
-    layer's choice at once from the full pass's rows, which are the run's rows before c."""
+    once per layer by `choose_head(layer, h, q, k, v)` (KV head h's set of at most `budget` keys,
+    an int64 tensor, ascending; every row of [0, c) when budget >= c), each KV head's on the worker
+    threads; the rows from c on attend over S and every position in [c, i]. When the choice reads
+    the rows before c only (`prefetchable`), `prefetch` starts every layer's choice at once from the
+    full pass's rows, which are the run's rows before c."""
 
-    def __init__(self, c, choose, submit=None):
-        self.c, self.choose, self.submit, self.sets, self.pending = c, choose, submit, {}, {}
+    def __init__(self, c, budget, choose_head, prefetchable):
+        self.c, self.budget, self.choose_head, self.prefetchable = c, int(budget), choose_head, prefetchable
+        self.sets, self.pending = {}, {}
+
+    def _submit(self, layer, q, k, v):
+        """The layer's choice as one future per KV head."""
+        import torch
+        from concurrent.futures import Future
+
+        if self.budget >= self.c:
+            done = Future()
+            done.set_result(torch.arange(self.c))
+            return [done] * k.shape[0]
+        return [_workers().submit(self.choose_head, layer, h, q, k, v) for h in range(k.shape[0])]
 
     def prefetch(self, tape, layers):
         """Starts the choice of each layer of `layers` from `tape` (the sample's full pass) on the
         worker threads, so the KV heads of all layers share the cores; keep() takes the results."""
-        if self.submit is not None:
+        if self.prefetchable:
             for layer in sorted(layers):
-                self.pending[layer] = self.submit(layer, tape.q[layer], tape.k[layer], tape.v[layer])
+                self.pending[layer] = self._submit(layer, tape.q[layer], tape.k[layer], tape.v[layer])
 
     def keep(self, layer, q, k, v):
         n = k.shape[1]
-        if layer in self.pending:
-            self.sets[layer] = [head.result() for head in self.pending.pop(layer)]
-        else:
-            self.sets[layer] = self.choose(layer, q, k, v)
+        heads = self.pending.pop(layer) if layer in self.pending else self._submit(layer, q, k, v)
+        self.sets[layer] = [head.result() for head in heads]
         keep = causal_keep(n, k.shape[0])[:, self.c:].clone()
         keep[:, :, :self.c] = False
         for h, members in enumerate(self.sets[layer]):
@@ -250,30 +266,18 @@ class PrefillSet:
 
 
 def prefill_policy(spec, budget, seed, model, c):
-    """A built-in policy's one-shot decision on the rows [0, c) (its prefill rule, the k kept), a
-    KV head per task on the worker threads."""
+    """A built-in policy's one-shot decision on the rows [0, c) (its prefill rule, the k kept)."""
     import torch
-    from concurrent.futures import Future
 
     group = model.q_heads // model.kv_heads
 
-    def one(layer, h, q, k, v):
+    def choose_head(layer, h, q, k, v):
         run = _subevict.StreamingCache(spec, int(budget), group, model.head_dim, model.score_scale, seed=int(seed),
                                        capacity=c, model_layer=layer, kv_head=h, prefill=c)
         _, cache = run.extend(_group_rows(q, h, group, slice(0, c)), _contiguous(k[h, :c]), _contiguous(v[h, :c]))
         return torch.from_numpy(cache.astype(np.int64))
 
-    def submit(layer, q, k, v):
-        if budget >= c:
-            done = Future()
-            done.set_result(torch.arange(c))
-            return [done] * k.shape[0]
-        return [_workers().submit(one, layer, h, q, k, v) for h in range(k.shape[0])]
-
-    def choose(layer, q, k, v):
-        return [head.result() for head in submit(layer, q, k, v)]
-
-    return PrefillSet(c, choose, submit)
+    return PrefillSet(c, budget, choose_head, prefetchable=True)
 
 
 def attention_column_sums(q, k, scale, rows, group, block=256):
@@ -295,29 +299,14 @@ def prefill_mass_optimum(budget, model, c, rows):
     """`opt` (rows = the compressed rows [0, c)) or `opt-answer` (rows = the decoded rows) of the
     prefill protocols: the k keys of [0, c) with the most attention from `rows`, which is the
     exact best k-set for those rows' retained mass (a set's mass is the sum of its keys'). `opt`
-    reads the rows before c only, so its KV heads go to the worker threads at prefetch."""
-    import torch
-    from concurrent.futures import Future
-
+    reads the rows before c only, so its choice is started at prefetch."""
     group = model.q_heads // model.kv_heads
 
-    def one(q, k, h):
+    def choose_head(layer, h, q, k, v):
         sums = attention_column_sums(q[h * group:(h + 1) * group], k[h:h + 1], model.score_scale, rows, group)
         return _top_keys(sums[0, :c], int(budget))
 
-    def submit(layer, q, k, v):
-        if budget >= c:
-            done = Future()
-            done.set_result(torch.arange(c))
-            return [done] * k.shape[0]
-        return [_workers().submit(one, q, k, h) for h in range(k.shape[0])]
-
-    def choose(layer, q, k, v):
-        if budget >= c:
-            return [torch.arange(c)] * k.shape[0]
-        return [one(q, k, h) for h in range(k.shape[0])]
-
-    return PrefillSet(c, choose, submit if rows.stop <= c else None)
+    return PrefillSet(c, budget, choose_head, prefetchable=rows.stop <= c)
 
 
 class PrefillTopk:
