@@ -3,12 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
 #include <sstream>
 
+#include "core/attention_avx2.hpp"
+#include "core/cpu_path.hpp"
 #include "core/input_error.hpp"
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+#include <immintrin.h>
+#endif
 
 namespace subevict::greedy::policies {
 namespace {
@@ -207,6 +213,71 @@ void dense_block(const Eigen::MatrixXd& weights, std::span<const Eigen::Index> c
   }
 }
 
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+/// A dense layer's outputs before the activation for every block of `padded` members (a multiple
+/// of kDenseBlock) in AVX2 + FMA: out(m, o) = bias[o] (+ part[part_index[m] + o] when part is not
+/// null: the first layer's per-token share) + Σ_c w(o, columns[c]) · in(m, c), in column order,
+/// each term one fused multiply-add (so the sums may differ from the portable path's in the last
+/// bits). Raw pointers (column-major: w(o, c) at w[o + c · outputs], in(m, c) at in[m + c ·
+/// padded], out likewise), no Eigen: nothing here can be merged with baseline code. Precondition: a
+/// CPU with AVX2 and FMA.
+__attribute__((target("avx2,fma"))) void dense_layer_avx2(
+    const double* w, long outputs, const Eigen::Index* columns, std::size_t count,
+    const double* bias, const double* part, const long long* part_index, const double* in,
+    double* out, long padded) {
+  for (long m0 = 0; m0 < padded; m0 += kDenseBlock) {
+    __m256i index_low = _mm256_setzero_si256(), index_high = _mm256_setzero_si256();
+    if (part != nullptr) {
+      index_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(part_index + m0));
+      index_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(part_index + m0 + 4));
+    }
+    for (long o = 0; o < outputs; ++o) {
+      __m256d low = _mm256_set1_pd(bias[o]), high = low;
+      if (part != nullptr) {
+        low = _mm256_add_pd(low, _mm256_i64gather_pd(part + o, index_low, 8));
+        high = _mm256_add_pd(high, _mm256_i64gather_pd(part + o, index_high, 8));
+      }
+      for (std::size_t c = 0; c < count; ++c) {
+        const __m256d weight = _mm256_set1_pd(w[o + columns[c] * outputs]);
+        const double* x = in + long(c) * padded + m0;
+        low = _mm256_fmadd_pd(weight, _mm256_loadu_pd(x), low);
+        high = _mm256_fmadd_pd(weight, _mm256_loadu_pd(x + 4), high);
+      }
+      double* y = out + o * padded + m0;
+      _mm256_storeu_pd(y, low);
+      _mm256_storeu_pd(y + 4, high);
+    }
+  }
+}
+#endif
+
+/// One dense layer's outputs before the activation for every member (rows padded to whole
+/// blocks; `out` resized): its bias, plus the per-token share of token_part at part_index[m] when
+/// token_part is not null (the first layer), plus its terms over `in`, on the active CPU path.
+void dense_layer(const DenseLayer& layer, const Eigen::MatrixXd& in, const double* token_part,
+                 const std::vector<long long>& part_index, Eigen::MatrixXd& out) {
+  const Eigen::Index padded = in.rows(), outputs = layer.weights.rows();
+  out.resize(padded, outputs);
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+  static_assert(kDenseBlock == 8, "dense_layer_avx2 holds a block in two 4-wide registers");
+  if (active_cpu_path() == CpuPath::kAvx2Fma) {
+    dense_layer_avx2(layer.weights.data(), long(outputs), layer.columns.data(),
+                     layer.columns.size(), layer.bias.data(), token_part, part_index.data(),
+                     in.data(), out.data(), long(padded));
+    return;
+  }
+#endif
+  out.rowwise() = layer.bias.transpose();
+  if (token_part != nullptr) {
+    for (Eigen::Index e = 0; e < padded; ++e) {
+      const double* part = token_part + part_index[std::size_t(e)];
+      for (Eigen::Index o = 0; o < outputs; ++o) out(e, o) += part[o];
+    }
+  }
+  for (Eigen::Index m0 = 0; m0 < padded; m0 += kDenseBlock)
+    dense_block(layer.weights, layer.columns, in, out, m0);
+}
+
 /// Input `in` of every row of `features`, transformed and standardized, into `out`; `members` is
 /// |G_i|. A log of a non-positive value (a feature below −offset) is taken at the offset.
 template <typename Features>
@@ -359,20 +430,17 @@ void LearnedModel::scores(const ModelNet& net, const Eigen::MatrixXd& features,
     input_column(net.inputs[std::size_t(net.step_inputs[c])], features, members,
                  x.col(Eigen::Index(c)).head(rows));
   }
+  // Each member's offset into token_part (the padding rows take the first token's share).
+  scratch.part_index.resize(std::size_t(padded));
+  for (Eigen::Index e = 0; e < padded; ++e) {
+    const Token t = tokens[std::size_t(e < rows ? e : 0)];
+    scratch.part_index[std::size_t(e)] = (long long)(t) * (long long)(outputs);
+  }
   for (std::size_t d = 0; d < net.dense.size(); ++d) {
     const DenseLayer& layer = net.dense[d];
     Eigen::MatrixXd& y = scratch.layers[d + 1];
-    y.resize(padded, layer.weights.rows());
-    y.rowwise() = layer.bias.transpose();
-    if (d == 0) {
-      for (Eigen::Index e = 0; e < rows; ++e) {
-        const double* part =
-            scratch.token_part.data() + std::size_t(tokens[std::size_t(e)]) * std::size_t(outputs);
-        for (Eigen::Index o = 0; o < outputs; ++o) y(e, o) += part[o];
-      }
-    }
-    for (Eigen::Index m0 = 0; m0 < padded; m0 += kDenseBlock)
-      dense_block(layer.weights, layer.columns, scratch.layers[d], y, m0);
+    dense_layer(layer, scratch.layers[d], d == 0 ? scratch.token_part.data() : nullptr,
+                scratch.part_index, y);
     apply(layer.activation, y);
   }
   scores = scratch.layers.back().col(0).head(rows);

@@ -69,6 +69,7 @@ struct ScoreScratch {
   std::vector<Eigen::MatrixXd> layers;
   std::vector<double> token_part;  ///< token t's share for first-layer output o at t · outputs + o
   std::vector<char> known;         ///< whether token_part holds token t's share
+  std::vector<long long> part_index;  ///< per member row: its token's offset into token_part
   void reset() { known.clear(); }
 };
 

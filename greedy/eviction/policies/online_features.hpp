@@ -127,7 +127,8 @@ class OnlineFeatures {
   Eigen::VectorXd unit_key_sum_;  ///< Σ_{t≤i} k_t / ‖k_t‖, ascending t
   /// The keys of the tokens arrived, in double (the cosines' dot products vectorize on them).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> keys_;
-  std::deque<Row> rows_;  ///< the last w steps, oldest first
+  std::vector<double> dots_;  ///< fill's scratch: each member's key · unit_key_sum_
+  std::deque<Row> rows_;      ///< the last w steps, oldest first
   Eigen::MatrixXd features_;
 };
 

@@ -3,13 +3,13 @@
 /// SnapKV-style observation-window scoring (Li et al. 2024; NVIDIA/kvpress SnapKVPress).
 
 #include <algorithm>
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "core/input_error.hpp"
-#include "greedy/eviction/policies/policy_support.hpp"
+#include "greedy/eviction/policies/attention_window.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/policies/policy_support.hpp"
 
 namespace subevict::greedy::policies {
 
@@ -50,58 +50,52 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
       for (std::size_t h = 0; h < pooled.size(); ++h) weights[h] = pooled[h][t];
       score[t] = aggregate(ctx.aggregation, weights);
     }
-    // The window's rows start the sliding history of the streaming rule.
+    std::vector<Token> keep = keep_after_dropping(
+        prompt, ctx.budget, [&](Token t) { return score[t]; },
+        [&](Token t) { return t < candidates; });
+    // The window's rows start the sliding history of the streaming rule (the kept tokens' weights).
+    std::vector<Token> seen;
+    std::vector<double> weights_seen;
     for (int r = 0; r < window_; ++r) {
-      Row row;
-      const int size = candidates + r + 1;
-      for (Token t = 0; t < size; ++t) row.tokens.push_back(t);
-      for (const Eigen::MatrixXd& head : rows) {
-        for (Token t = 0; t < size; ++t) row.attention.push_back(head(r, t));
+      seen.clear();
+      weights_seen.clear();
+      for (Token t : keep) {
+        if (t <= candidates + r) seen.push_back(t);
       }
-      remember(std::move(row));
+      for (const Eigen::MatrixXd& head : rows) {
+        for (Token t : seen) weights_seen.push_back(head(r, t));
+      }
+      history_.record(candidates + r, seen, weights_seen);
     }
-    return keep_after_dropping(
-        prompt, ctx.budget, [&](Token t) { return score[t]; }, [&](Token t) { return t < candidates; });
+    return keep;
   }
   // The streaming rule (RankedPolicy hooks).
   void on_reset() {
     if (window_ < 1 || window_ >= context().budget) {
       throw InputError("policy", "snapkv: observation_window",
-                       "1 <= window < budget " + std::to_string(context().budget), std::to_string(window_));
+                       "1 <= window < budget " + std::to_string(context().budget),
+                       std::to_string(window_));
     }
     if (kernel_ < 1 || kernel_ % 2 == 0) {
-      throw InputError("policy", "snapkv: pooling_kernel", "an odd kernel >= 1", std::to_string(kernel_));
+      throw InputError("policy", "snapkv: pooling_kernel", "an odd kernel >= 1",
+                       std::to_string(kernel_));
     }
-    rows_.clear();
+    history_.reset(window_, context().input->group_size(), context().tokens, context().budget + 1);
     score_.assign(std::size_t(context().tokens), 0.0);
-    slot_.assign(std::size_t(context().tokens), -1);
   }
   void observe(const StepView& view) {
-    remember({std::vector<Token>(view.tokens.begin(), view.tokens.end()),
-              std::vector<double>(view.head_attention.begin(), view.head_attention.end())});
+    history_.record(view.step, view.tokens, view.head_attention);
     if (!view.full) return;
     // The candidates ascending; per head their window sums, pooled, aggregated over the group.
-    std::vector<Token> candidates;
-    for (Token t : view.tokens) {
-      if (eligible(view.step, t)) candidates.push_back(t);
-    }
-    std::sort(candidates.begin(), candidates.end());
-    for (std::size_t c = 0; c < candidates.size(); ++c) slot_[candidates[c]] = int(c);
+    const std::span<const Token> members = history_.members();
+    const auto candidates = members.first(std::size_t(
+        std::upper_bound(members.begin(), members.end(), view.step - window_) - members.begin()));
+    history_.sums(candidates, sums_);
+    for (auto& head : sums_) head = pool(head);
     const int heads = view.heads;
-    std::vector<std::vector<double>> sums(std::size_t(heads), std::vector<double>(candidates.size(), 0.0));
-    for (const Row& row : rows_) {  // oldest first: a fixed summation order
-      const std::size_t size = row.tokens.size();
-      for (std::size_t e = 0; e < size; ++e) {
-        const int c = slot_[row.tokens[e]];
-        if (c < 0) continue;
-        for (int h = 0; h < heads; ++h) sums[std::size_t(h)][std::size_t(c)] += row.attention[std::size_t(h) * size + e];
-      }
-    }
-    for (Token t : candidates) slot_[t] = -1;
-    for (auto& head : sums) head = pool(head);
     std::vector<double> weights(static_cast<std::size_t>(heads));
     for (std::size_t c = 0; c < candidates.size(); ++c) {
-      for (int h = 0; h < heads; ++h) weights[std::size_t(h)] = sums[std::size_t(h)][c];
+      for (int h = 0; h < heads; ++h) weights[std::size_t(h)] = sums_[std::size_t(h)][c];
       score_[candidates[c]] = aggregate(context().aggregation, weights);
     }
   }
@@ -109,15 +103,6 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
   [[nodiscard]] bool eligible(int step, Token t) const { return t <= step - window_; }
 
  private:
-  /// One step's attention: its members and, per query head h, the weights at [h |tokens|, (h + 1) |tokens|).
-  struct Row {
-    std::vector<Token> tokens;
-    std::vector<double> attention;
-  };
-  void remember(Row row) {
-    rows_.push_back(std::move(row));
-    if (int(rows_.size()) > window_) rows_.pop_front();
-  }
   [[nodiscard]] std::vector<double> pool(const std::vector<double>& x) const {
     if (pooling_ == Pooling::kNone || kernel_ == 1) return x;
     return pool_positions(x, kernel_, pooling_ == Pooling::kMax);
@@ -125,9 +110,9 @@ class SnapKvPolicy final : public RankedPolicy<SnapKvPolicy> {
   int window_;
   Pooling pooling_;
   int kernel_;
-  std::deque<Row> rows_;
+  AttentionWindow history_;                ///< the last w steps' attention per head
+  std::vector<std::vector<double>> sums_;  ///< per head, the candidates' window sums
   std::vector<double> score_;  ///< per token, valid for the candidates of the last full step
-  std::vector<int> slot_;      ///< per token: its position among the current candidates, −1 otherwise
 };
 
 }  // namespace subevict::greedy::policies

@@ -22,15 +22,12 @@
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
 #include "greedy/eviction/process/head_group.hpp"
+#include "tests/core/scoped_cpu_path.hpp"
 
 namespace subevict::greedy {
 namespace {
 
-/// Sets SUBEVICT_CPU_PATH for its lifetime and unsets it afterwards.
-struct ScopedCpuPath {
-  explicit ScopedCpuPath(const std::string& name) { setenv("SUBEVICT_CPU_PATH", name.c_str(), 1); }
-  ~ScopedCpuPath() { unsetenv("SUBEVICT_CPU_PATH"); }
-};
+using testing_support::ScopedCpuPath;
 
 /// An LLM-like workload of 301 tokens, d = 128, with `q_heads` query heads over 2 KV heads (2: MHA,
 /// where the AVX2 path also computes the scores; 4: GQA with groups of 2).
@@ -116,12 +113,15 @@ TEST(SimulatorCpuPath, PrefillScoresWithinTheColumnSumsToleranceAndTheSameDecisi
       fast = policies::accumulated_full_attention(heads, GroupAggregation::kSum, 0, kPrompt);
     }
     double magnitude = 0;
-    for (const ConstHeadMap& q : heads.q) magnitude = std::max(magnitude, score_magnitude(q, heads.k, heads.scale));
-    const double relative = 2.0 * exact_rows_tolerance(kPrompt, s.head_dim, magnitude).log_normalizer +
-                            Tol<double>::sum(std::size_t(kPrompt) * heads.q.size());
+    for (const ConstHeadMap& q : heads.q)
+      magnitude = std::max(magnitude, score_magnitude(q, heads.k, heads.scale));
+    const double relative =
+        2.0 * exact_rows_tolerance(kPrompt, s.head_dim, magnitude).log_normalizer +
+        Tol<double>::sum(std::size_t(kPrompt) * heads.q.size());
     ASSERT_EQ(portable.size(), fast.size());
     for (std::size_t j = 0; j < portable.size(); ++j) {
-      EXPECT_LE(std::fabs(portable[j] - fast[j]), relative * portable[j]) << "group " << group << " token " << j;
+      EXPECT_LE(std::fabs(portable[j] - fast[j]), relative * portable[j])
+          << "group " << group << " token " << j;
       differing += portable[j] != fast[j];
     }
   }
@@ -132,11 +132,13 @@ TEST(SimulatorCpuPath, PrefillScoresWithinTheColumnSumsToleranceAndTheSameDecisi
   std::vector<Trace> traces[2];
   for (int p = 0; p < 2; ++p) {
     const ScopedCpuPath scoped(p == 0 ? "portable" : "avx2");
-    traces[p] = simulate_workload(w, [] { return make_policy("h2o"); }, options, 1);
+    traces[p] = simulate_workload(
+        w, [] { return make_policy("h2o"); }, options, 1);
   }
   for (std::size_t group = 0; group < traces[0].size(); ++group) {
     for (std::size_t i = 0; i < traces[0][group].steps.size(); ++i)
-      ASSERT_EQ(traces[0][group].steps[i].evicted, traces[1][group].steps[i].evicted) << "step " << i;
+      ASSERT_EQ(traces[0][group].steps[i].evicted, traces[1][group].steps[i].evicted)
+          << "step " << i;
   }
 }
 
@@ -158,7 +160,8 @@ Trace run_blocks(const HeadGroup& group, int k, int block_steps, int threads) {
   policy->reset({&group, n, k, 0, GroupAggregation::kSum, 0});
   Trace trace = empty_trace(group, *policy, k, 0, true);
   const std::vector<ExactRows> exact = group_exact_rows(group);
-  StreamingHead head(group, k + 1, true, exact, GroupAggregation::kSum, trace, block_steps, threads);
+  StreamingHead head(group, k + 1, true, exact, GroupAggregation::kSum, trace, block_steps,
+                     threads);
   for (int i = 0; i < n; ++i) {
     const bool full = head.size_without_eviction(i) > k;
     const Token evicted = policy->step(head.arrive(i, full));
@@ -194,7 +197,8 @@ TEST(SimulatorCpuPath, StepBlocksChangeNoBitOfTheTrace) {
       for (auto [block, threads] : {std::pair{3, 1}, std::pair{64, 2}, std::pair{301, 2}}) {
         const Trace blocked = run_blocks(group, 40, block, threads);
         for (std::size_t i = 0; i < one.steps.size(); ++i) {
-          ASSERT_EQ(one.steps[i].evicted, blocked.steps[i].evicted) << q_heads << " " << block << " step " << i;
+          ASSERT_EQ(one.steps[i].evicted, blocked.steps[i].evicted)
+              << q_heads << " " << block << " step " << i;
         }
         EXPECT_EQ(one.head_retained_mass, blocked.head_retained_mass) << q_heads << " " << block;
         EXPECT_EQ(one.head_output_error, blocked.head_output_error) << q_heads << " " << block;

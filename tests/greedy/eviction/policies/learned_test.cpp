@@ -21,6 +21,7 @@
 #include "greedy/eviction/policies/policy_registry.hpp"
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/policies/recorded_policy.hpp"
+#include "tests/core/scoped_cpu_path.hpp"
 #include "tests/greedy/naive_eviction.hpp"
 
 namespace subevict::greedy {
@@ -190,22 +191,25 @@ TEST(LearnedModel, ScoresEqualAHandEvaluationAndNetsServeTheirLayers) {
   f(0, 0) = -1.0;  // below −offset: the log is taken at the offset
   std::vector<Token> tokens(std::size_t(f.rows()));
   for (std::size_t e = 0; e < tokens.size(); ++e) tokens[e] = Token(3 * e + 1);
-  for (int layer : {0, 5}) {
-    Eigen::VectorXd scores;
-    ScoreScratch scratch;
-    model.scores(*model.net_for(layer), f, tokens, scores, scratch);
-    for (int r = 0; r < f.rows(); ++r)
-      EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), f, r), 1e-12);
-    // A later step: the per-token inputs come from the first scoring, the others from this one.
-    Eigen::MatrixXd later = f.bottomRows(11);
-    later.col(int(OnlineFeature::kAccumulated)).array() += 0.25;
-    later.col(int(OnlineFeature::kAge)).array() += 7.0;
-    model.scores(*model.net_for(layer), later, std::span<const Token>(tokens).last(11), scores,
-                 scratch);
-    for (int r = 0; r < later.rows(); ++r) {
-      EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), later, r), 1e-12);
+  for (const std::string& path : testing_support::runnable_cpu_paths())
+    for (int layer : {0, 5}) {
+      SCOPED_TRACE("CPU path " + path);
+      const testing_support::ScopedCpuPath scoped(path);
+      Eigen::VectorXd scores;
+      ScoreScratch scratch;
+      model.scores(*model.net_for(layer), f, tokens, scores, scratch);
+      for (int r = 0; r < f.rows(); ++r)
+        EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), f, r), 1e-12);
+      // A later step: the per-token inputs come from the first scoring, the others from this one.
+      Eigen::MatrixXd later = f.bottomRows(11);
+      later.col(int(OnlineFeature::kAccumulated)).array() += 0.25;
+      later.col(int(OnlineFeature::kAge)).array() += 7.0;
+      model.scores(*model.net_for(layer), later, std::span<const Token>(tokens).last(11), scores,
+                   scratch);
+      for (int r = 0; r < later.rows(); ++r) {
+        EXPECT_NEAR(scores(r), hand_score(*model.net_for(layer), later, r), 1e-12);
+      }
     }
-  }
   EXPECT_EQ(LearnedModel::parse(model_text(5, 2, "[1]"), "m.json").net_for(0), nullptr);
 }
 

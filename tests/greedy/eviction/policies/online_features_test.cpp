@@ -21,6 +21,7 @@
 #include "core/input_error.hpp"
 #include "core/tolerance.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
+#include "tests/core/scoped_cpu_path.hpp"
 #include "tests/greedy/naive_eviction.hpp"
 
 namespace subevict::greedy {
@@ -242,6 +243,9 @@ RC_GTEST_PROP(OnlineFeatures, EqualTheNaiveRecomputationAtEveryStep, ()) {
   sim.aggregation =
       *rc::gen::element(GroupAggregation::kSum, GroupAggregation::kMean, GroupAggregation::kMax);
   sim.seed = *rc::gen::inRange<std::uint64_t>(0, 1000);
+  // Both CPU paths (the key-to-mean cosines' dot products differ between them).
+  const testing_support::ScopedCpuPath path(
+      *rc::gen::elementOf(testing_support::runnable_cpu_paths()));
   const RecordedRun run = record_run(in, options, sim, window);
   // One record per step the policy sees: the prompt's last (P > k), then every streaming step.
   const int first = sim.prefill > sim.budget ? sim.prefill - 1 : 0;
