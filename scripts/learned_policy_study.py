@@ -18,12 +18,15 @@ Parts (each cached in OUT; --parts picks them, default all):
              layer of the three held-out exports (the main model on all three, the others on GFDL-1.3), and each model's
              top-1 agreement with the optimum on GFDL-1.3's optimum traces
   closedloop perplexity in the model's forward with the main model, h2o, tova, snapkv, streamingllm
-             and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then GFDL-1.3 at 20% and 50%, and the
+             and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then both at 20% and 50%, and the
              lifetime variant on GFDL-1.3 at 5% and 10%; the fraction of the gap
              between the best built-in policy and opt that the learned policy closes, with a
              bootstrap interval over tokens
   gemma      Gemma 3's global layers: the SmolLM2 model (transfer) and a model trained on Gemma's
              GPL-3 export, open loop on Gemma's GFDL-1.3 export
+  tasks      the main model in the task loop (docs/tasks.md): niah_single at 1024 tokens (depths 0.1,
+             0.5, 0.9, one seed) beside h2o, tova, snapkv, streamingllm, keydiff, opt and opt-answer,
+             streaming and prefill, at every budget (trains the main model alone if it is missing)
 Then OUT/study.md. Progress on stderr.
 """
 
@@ -60,6 +63,9 @@ ABLATIONS = {
 }
 BOOTSTRAP = 2000
 LIFETIME = "mlp16_lifetime"  # the variant fit to remaining lifetimes, also run in the closed loop
+TASK_LENGTH = 1024
+TASK_SAMPLES = 1
+TASK_POLICIES = ["h2o", "tova", "snapkv", "streamingllm", "keydiff", "opt", "opt-answer"]
 OPEN_LOOP_LAYERS = list(range(0, 30, 3))  # every third layer of SmolLM2's 30 (all 3 KV heads each)
 
 
@@ -92,7 +98,8 @@ def global_layers(w):
     return [layer for layer, window in enumerate(w.windows) if window == 0]
 
 
-def part_train(out):
+def part_train(out, only=None):
+    """Trains the models missing in OUT/models (`only`: those names alone)."""
     models = os.path.join(out, "models")
     os.makedirs(models, exist_ok=True)
     variants = {"mlp16": dict(hidden=16, per_layer=False, features=None, activation="relu"),
@@ -103,7 +110,8 @@ def part_train(out):
     for name, dropped in ABLATIONS.items():
         variants[name] = dict(hidden=16, per_layer=False, activation="relu",
                               features=[f for f in subevict.learned.FEATURES if f not in dropped])
-    todo = {n: v for n, v in variants.items() if not os.path.exists(os.path.join(models, f"{n}.json"))}
+    todo = {n: v for n, v in variants.items()
+            if not os.path.exists(os.path.join(models, f"{n}.json")) and (only is None or n in only)}
     if not todo:
         return
     path = export("smollm2", TRAIN_TEXT, out)
@@ -194,6 +202,7 @@ def part_closedloop(out):
     for text in HELD_OUT[:2]:
         closed_loop_runs(out, text, BUDGETS[:2])
     closed_loop_runs(out, HELD_OUT[0], BUDGETS[2:])
+    closed_loop_runs(out, HELD_OUT[1], BUDGETS[2:])
     if os.path.exists(os.path.join(out, "models", f"{LIFETIME}.json")):
         closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], LIFETIME, [])
 
@@ -249,6 +258,52 @@ def part_gemma(out):
               "transfer": learn_policy.evaluate(w, os.path.join(models, "mlp16.json"), BUILTINS, BUDGETS, layers),
               "own": learn_policy.evaluate(w, own, [], BUDGETS, layers)}
     learn_policy.write_json(result, path)
+
+
+def part_tasks(out):
+    """The main model in the task loop (docs/tasks.md): niah_single on SmolLM2-135M-Instruct at
+    TASK_LENGTH tokens, depths 0.1, 0.5 and 0.9, TASK_SAMPLES seeds each, beside the built-ins and
+    the references, in the streaming and prefill protocols at every budget."""
+    if os.path.exists(os.path.join(out, "tasks", "results.json")):
+        return
+    model = os.path.join(out, "models", "mlp16.json")
+    if not os.path.exists(model):
+        part_train(out, only={"mlp16"})
+    policies = [f"learned:model={model}"] + TASK_POLICIES
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "closed_loop_tasks.py"), "--gguf", gguf("smollm2"),
+                    "--tasks", "niah_single", "--lengths", str(TASK_LENGTH), "--depths", "0.1,0.5,0.9",
+                    "--samples", str(TASK_SAMPLES), "--protocol", "streaming,prefill", "--policies", ",".join(policies),
+                    "--budgets", ",".join(str(b) for b in BUDGETS), "-o", os.path.join(out, "tasks")], check=True)
+
+
+def tasks_markdown(out):
+    """Accuracy and mean answer log-probability per cache and budget, per protocol, from the tasks part."""
+    path = os.path.join(out, "tasks", "results.json")
+    if not os.path.exists(path):
+        return []
+    doc = read_json(path)
+    lines = []
+    answered = {(r["sample"], r["protocol"]) for r in doc["runs"] if r["cache"] == "full" and r["correct"]}
+    for protocol in ("streaming", "prefill"):
+        cells = {}
+        for run in doc["runs"]:  # the samples the full cache answers
+            if run["protocol"] != protocol or run["cache"] == "full" or (run["sample"], protocol) not in answered:
+                continue
+            name = "learned" if run["cache"].startswith("learned") else run["cache"]
+            cell = cells.setdefault(name, {}).setdefault(float(run["budget"]), [])
+            cell.append((int(run["correct"]), run["answer_logprob"]))
+        if not cells:
+            continue
+        lines += [f"## Tasks, {protocol}: niah_single at {TASK_LENGTH} tokens, accuracy (mean answer log-probability)",
+                  "", "| cache | " + " | ".join(fmt_budget(b) for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 1) + "|"]
+        for name, per in cells.items():
+            row = []
+            for b in BUDGETS:
+                xs = per.get(b, [])
+                row.append(f"{sum(x for x, _ in xs)}/{len(xs)} ({np.mean([y for _, y in xs]):.2f})" if xs else "-")
+            lines.append(f"| {name} | " + " | ".join(row) + " |")
+        lines.append("")
+    return lines
 
 
 def fmt_budget(b):
@@ -319,6 +374,7 @@ def markdown(out):
         lines.append("| learned (Gemma's own model) | " +
                      " | ".join(f"{g['own']['learned'][str(b)]:.4f}" for b in BUDGETS) + " |")
         lines.append("")
+    lines += tasks_markdown(out)
     with open(os.path.join(out, "study.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -326,10 +382,11 @@ def markdown(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "learned_policy_study"))
-    parser.add_argument("--parts", default="train,openloop,closedloop,gemma")
+    parser.add_argument("--parts", default="train,openloop,closedloop,gemma,tasks")
     args = parser.parse_args()
     learn_policy.torch_threads()
-    parts = {"train": part_train, "openloop": part_openloop, "closedloop": part_closedloop, "gemma": part_gemma}
+    parts = {"train": part_train, "openloop": part_openloop, "closedloop": part_closedloop, "gemma": part_gemma,
+             "tasks": part_tasks}
     for part in args.parts.split(","):
         if part not in parts:
             parser.error(f"--parts: unknown part {part!r} (expected {', '.join(parts)})")

@@ -299,7 +299,12 @@ def prefill_mass_optimum(budget, model, c, rows):
     """`opt` (rows = the compressed rows [0, c)) or `opt-answer` (rows = the decoded rows) of the
     prefill protocols: the k keys of [0, c) with the most attention from `rows`, which is the
     exact best k-set for those rows' retained mass (a set's mass is the sum of its keys'). `opt`
-    reads the rows before c only, so its choice is started at prefetch."""
+    reads the rows before c only, so its choice is started at prefetch: its column sums, summed
+    over the group, are h2o's accumulated prompt scores, so it runs as h2o's prefill rule with no
+    recent window (`h2o:recent=0`, the C++ one-pass sums on the AVX2 path; ties keep the later
+    token there, the earlier one here)."""
+    if rows.start == 0 and rows.stop == c:
+        return prefill_policy("h2o:recent=0", budget, 0, model, c)
     group = model.q_heads // model.kv_heads
 
     def choose_head(layer, h, q, k, v):

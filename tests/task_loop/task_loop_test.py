@@ -232,7 +232,7 @@ def one_shot(label, q, k, c, budget, g, scale):
     """Independent prefill rules on the rows [0, c), per KV head (ascending lists, ties to the
     earlier token): knorm keeps the k lowest key norms; h2o keeps the last `recent` and the top
     `heavy` of the others by their column sums of the c x c causal attention summed over the
-    group. Returns (sets, near-ties)."""
+    group; opt (the prefill mass optimum) the top k by those sums. Returns (sets, near-ties)."""
     sets, ties = [], 0
     for h in range(k.shape[0]):
         keys = k[h, :c].double()
@@ -244,8 +244,9 @@ def one_shot(label, q, k, c, budget, g, scale):
             logits = rows @ keys.T * scale
             logits.masked_fill_(torch.ones(c, c, dtype=torch.bool).triu(1), float("-inf"))
             score = torch.softmax(logits, dim=-1).sum(dim=(0, 1))
-            recent = budget - budget // 2
-            pool, take, fixed = list(range(c - recent)), budget // 2, list(range(c - recent, c))
+            recent = budget - budget // 2 if label == "h2o" else 0  # opt: the top k, no window
+            take = budget // 2 if label == "h2o" else budget
+            pool, fixed = list(range(c - recent)), list(range(c - recent, c))
         order = sorted(pool, key=lambda j: (-float(score[j]), j))
         if take < len(order) and abs(float(score[order[take - 1]]) - float(score[order[take]])) <= \
                 NEAR_TIE_RTOL * abs(float(score[order[take]])):
@@ -254,7 +255,7 @@ def one_shot(label, q, k, c, budget, g, scale):
     return sets, ties
 
 
-@pytest.mark.parametrize("label", ["knorm", "h2o"])
+@pytest.mark.parametrize("label", ["knorm", "h2o", "opt"])
 @pytest.mark.parametrize("protocol", ["prefill", "prefill-question"])
 def test_each_layers_compressed_set_is_the_policys_one_shot_decision(setup, label, protocol):
     trace = {}
