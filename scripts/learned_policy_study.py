@@ -18,7 +18,8 @@ Parts (each cached in OUT; --parts picks them, default all):
              layer of the three held-out exports (the main model on all three, the others on GFDL-1.3), and each model's
              top-1 agreement with the optimum on GFDL-1.3's optimum traces
   closedloop perplexity in the model's forward with the main model, h2o, tova, snapkv, streamingllm
-             and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then both at 20% and 50%, and the
+             and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then both at 20% and 50%, MPL-2.0 at
+             5% and 10%, and the
              lifetime variant on GFDL-1.3 at 5% and 10%; the fraction of the gap
              between the best built-in policy and opt that the learned policy closes, with a
              bootstrap interval over tokens
@@ -203,6 +204,7 @@ def part_closedloop(out):
         closed_loop_runs(out, text, BUDGETS[:2])
     closed_loop_runs(out, HELD_OUT[0], BUDGETS[2:])
     closed_loop_runs(out, HELD_OUT[1], BUDGETS[2:])
+    closed_loop_runs(out, HELD_OUT[2], BUDGETS[:2])
     if os.path.exists(os.path.join(out, "models", f"{LIFETIME}.json")):
         closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], LIFETIME, [])
 
@@ -337,7 +339,7 @@ def markdown(out):
                          f" | {top1.get(name, float('nan')):.3f} | {model['provenance']['training_top1']:.3f} |")
         lines.append("")
     rng = np.random.default_rng(0)
-    for text in HELD_OUT[:2]:
+    for text in HELD_OUT:
         doc = closed_loop_docs(out, text)
         if doc is None:
             continue
