@@ -296,22 +296,17 @@ def attention_column_sums(q, k, scale, rows, group, block=256):
 
 
 def prefill_mass_optimum(budget, model, c, rows):
-    """`opt` (rows = the compressed rows [0, c)) or `opt-answer` (rows = the decoded rows) of the
-    prefill protocols: the k keys of [0, c) with the most attention from `rows`, which is the
-    exact best k-set for those rows' retained mass (a set's mass is the sum of its keys'). `opt`
-    reads the rows before c only, so its choice is started at prefetch: its column sums, summed
-    over the group, are h2o's accumulated prompt scores, so it runs as h2o's prefill rule with no
-    recent window (`h2o:recent=0`, the C++ one-pass sums on the AVX2 path; ties keep the later
-    token there, the earlier one here)."""
-    if rows.start == 0 and rows.stop == c:
-        return prefill_policy("h2o:recent=0", budget, 0, model, c)
+    """`opt-answer` of the prefill protocols: the k keys of [0, c) with the most attention from the
+    decoded rows `rows` (all at or after c), which is the exact best k-set for those rows' retained
+    mass (a set's mass is the sum of its keys'). The prefill `opt` (the same for the rows [0, c))
+    is h2o's prefill rule without a recent window (task_loop.make_cache)."""
     group = model.q_heads // model.kv_heads
 
     def choose_head(layer, h, q, k, v):
         sums = attention_column_sums(q[h * group:(h + 1) * group], k[h:h + 1], model.score_scale, rows, group)
         return _top_keys(sums[0, :c], int(budget))
 
-    return PrefillSet(c, budget, choose_head, prefetchable=rows.stop <= c)
+    return PrefillSet(c, budget, choose_head, prefetchable=False)  # it reads decoded rows
 
 
 class PrefillTopk:

@@ -88,8 +88,10 @@ def make_cache(label, protocol, budget_size, sample, model, seed):
         if label == "topk":
             return StreamingTopk(budget_size, model)
         return StreamingPolicy(label, budget_size, seed, model)
-    if label == "opt":
-        return prefill_mass_optimum(budget_size, model, c, range(0, c))
+    if label == "opt":  # the top k of [0, c)'s column sums summed over the group: h2o's accumulated
+        # prompt scores, so h2o's prefill rule without a recent window (the C++ one-pass sums;
+        # a tie at the k-th key keeps the later token)
+        return prefill_policy("h2o:recent=0", budget_size, 0, model, c)
     if label == "opt-answer":
         return prefill_mass_optimum(budget_size, model, c, rows)
     if label == "topk":
