@@ -2,6 +2,7 @@
 // (greedy/eviction/evaluation/resumable_simulation.hpp), for generation with an evicting cache.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
 
 #include <cmath>
 #include <cstdint>
@@ -129,6 +130,15 @@ void bind_streaming_cache(nb::module_& m) {
            "capacity"_a, "aggregation"_a = "sum", "model_layer"_a = 0, "kv_head"_a = 0, "prefill"_a = 0)
       .def("extend", &extend, "q"_a, "k"_a, "v"_a,
            "Appends q (g, m, d), k (m, d), v (m, d) float32 rows; returns (evicted int32 [m], cache int32 ascending).")
+      .def(
+          "fork",
+          [](const greedy::ResumableSimulation& run) {
+            nb::gil_scoped_release release;
+            return run.fork();
+          },
+          "A second StreamingCache in this one's present state (rows, policy state, cache): extending either "
+          "leaves the other as it was; the fork extended with rows R decides as one run fed this run's rows "
+          "and then R.")
       .def_prop_ro("tokens", &greedy::ResumableSimulation::tokens)
       .def_prop_ro("capacity", &greedy::ResumableSimulation::capacity)
       .def_prop_ro("budget", &greedy::ResumableSimulation::budget)

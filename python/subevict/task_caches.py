@@ -84,17 +84,25 @@ def _top_keys(weights, count):
 
 
 class StreamingPolicy:
-    """A built-in policy in the streaming protocol."""
+    """A built-in policy in the streaming protocol. fork_at (the prompt's length): each KV head's
+    run is forked there while the teacher-forced rows pass it, so that generation resumes from the
+    fork and the rows the decode shares with the pass, not from a second run over the prompt."""
 
-    def __init__(self, spec, budget, seed, model):
+    def __init__(self, spec, budget, seed, model, fork_at=None):
         self.spec, self.budget, self.seed, self.model = spec, int(budget), int(seed), model
         self.group = model.q_heads // model.kv_heads
-        self.state = {}
+        self.fork_at = fork_at
+        self.state, self.forks = {}, {}
 
     def _run(self, layer, h, capacity):
         m = self.model
         return _subevict.StreamingCache(self.spec, self.budget, self.group, m.head_dim, m.score_scale,
                                         seed=self.seed, capacity=capacity, model_layer=layer, kv_head=h)
+
+    def _rows(self, q, k, v, h, start, stop):
+        """KV head h's rows [start, stop) as StreamingCache.extend takes them."""
+        return (_group_rows(q, h, self.group, slice(start, stop)), _contiguous(k[h, start:stop]),
+                _contiguous(v[h, start:stop]))
 
     def _extend(self, layer, q, k, v, stop, capacity):
         """Per KV head, run on the worker threads: a fresh run fed rows [0, stop), with its
@@ -102,21 +110,44 @@ class StreamingPolicy:
 
         def one(h):
             run = self._run(layer, h, capacity)
-            evicted, cache = run.extend(_group_rows(q, h, self.group, slice(0, stop)), _contiguous(k[h, :stop]),
-                                        _contiguous(v[h, :stop]))
+            evicted, cache = run.extend(*self._rows(q, k, v, h, 0, stop))
             return run, evicted, cache
 
         return [_workers().submit(one, h) for h in range(k.shape[0])]
 
     def keep(self, layer, q, k, v):
         n = k.shape[1]
-        return keep_from_last_step(np.stack([_evicted_to_last_step(head.result()[1], n)
-                                             for head in self._extend(layer, q, k, v, n, n)]))
+        split = self.fork_at if self.fork_at is not None and 0 < self.fork_at < n else None
+
+        def one(h):
+            run = self._run(layer, h, n)
+            if split is None:
+                return run.extend(*self._rows(q, k, v, h, 0, n))[0], None
+            before, _ = run.extend(*self._rows(q, k, v, h, 0, split))
+            fork = run.fork()
+            return np.concatenate([before, run.extend(*self._rows(q, k, v, h, split, n))[0]]), fork
+
+        heads = [head.result() for head in [_workers().submit(one, h) for h in range(k.shape[0])]]
+        self.forks[layer] = [fork for _, fork in heads]
+        return keep_from_last_step(np.stack([_evicted_to_last_step(evicted, n) for evicted, _ in heads]))
 
     def resume(self, layer, tape, start):
-        """Queued: the layers' runs go on while the next layer's are queued; keys() waits."""
-        self.state[layer] = self._extend(layer, tape.q[layer], tape.k[layer], tape.v[layer], start,
-                                         tape.k[layer].shape[1])
+        """Queued: the layers' runs go on while the next layer's are queued; keys() waits. From the
+        fork at fork_at fed the tape's rows up to `start` where keep() made one, else a fresh run."""
+        forks = self.forks.pop(layer, None)
+        if not forks or forks[0] is None or start < self.fork_at:
+            self.state[layer] = self._extend(layer, tape.q[layer], tape.k[layer], tape.v[layer], start,
+                                             tape.k[layer].shape[1])
+            return
+
+        def one(h):
+            run = forks[h]
+            if start == self.fork_at:
+                return run, None, run.cache()
+            return run, None, run.extend(*self._rows(tape.q[layer], tape.k[layer], tape.v[layer], h, self.fork_at,
+                                                     start))[1]
+
+        self.state[layer] = [_workers().submit(one, h) for h in range(len(forks))]
 
     def keys(self, layer, i, q, k, v):
         import torch

@@ -87,7 +87,7 @@ def make_cache(label, protocol, budget_size, sample, model, seed):
             return StreamingSchedule(budget_size, list(rows), model)
         if label == "topk":
             return StreamingTopk(budget_size, model)
-        return StreamingPolicy(label, budget_size, seed, model)
+        return StreamingPolicy(label, budget_size, seed, model, fork_at=len(sample.ids))
     if label == "opt":  # the top k of [0, c)'s column sums summed over the group: h2o's accumulated
         # prompt scores, so h2o's prefill rule without a recent window (the C++ one-pass sums;
         # a tie at the k-th key keeps the later token)

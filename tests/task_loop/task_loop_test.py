@@ -201,6 +201,46 @@ def test_streaming_decode_check_fails_on_a_broken_mask(setup, broken_mask):
     assert decode_failures(setup, "streaming", "streamingllm", lambda trace: Streamingllm(BUDGET))
 
 
+@pytest.fixture(scope="module")
+def streaming_tape(setup):
+    """The tape of a streaming h2o run (each layer's q, k, v of every row)."""
+    trace = {}
+    run(setup, "streaming", "h2o", trace=trace)
+    return trace["tape"]
+
+
+def resumed_keys(tape, cache, start, steps=3):
+    """The keys each of `steps` decode steps from position `start` attends over in one layer, with
+    `cache` (a StreamingPolicy) resumed there on a streaming run's tape."""
+    layer = 5
+    if cache.fork_at is not None:
+        cache.keep(layer, tape.q[layer], tape.k[layer], tape.v[layer])
+    cache.resume(layer, tape, start)
+    return [[heads.tolist() for heads in cache.keys(layer, i, tape.q[layer][:, i:i + 1], tape.k[layer][:, :i + 1],
+                                                   tape.v[layer][:, :i + 1])] for i in range(start, start + steps)]
+
+
+@pytest.mark.parametrize("label", ["snapkv", "keydiff"])
+@pytest.mark.parametrize("past_prompt", [0, 2])
+def test_streaming_resume_from_the_prompts_fork_equals_a_fresh_run_over_the_tape(setup, streaming_tape, label,
+                                                                                 past_prompt):
+    """Generation resumes from the run forked at the prompt's end (fed the tape's rows up to the
+    first wrong token) exactly as from a second run over every row before it."""
+    model, prompt = setup["model"], len(setup["sample"].ids)
+    start = prompt + past_prompt
+    forked = resumed_keys(streaming_tape, task_caches.StreamingPolicy(label, BUDGET, 0, model, fork_at=prompt), start)
+    assert forked == resumed_keys(streaming_tape, task_caches.StreamingPolicy(label, BUDGET, 0, model), start)
+
+
+def test_the_resume_check_fails_when_the_fork_skips_the_rows_after_the_prompt(setup, streaming_tape, monkeypatch):
+    model, prompt = setup["model"], len(setup["sample"].ids)
+    reference = resumed_keys(streaming_tape, task_caches.StreamingPolicy("snapkv", BUDGET, 0, model), prompt + 2)
+    cache = task_caches.StreamingPolicy("snapkv", BUDGET, 0, model, fork_at=prompt)
+    resume = cache.resume
+    monkeypatch.setattr(cache, "resume", lambda layer, tape, start: resume(layer, tape, prompt))
+    assert resumed_keys(streaming_tape, cache, prompt + 2) != reference
+
+
 @pytest.mark.parametrize("protocol", ["prefill", "prefill-question"])
 def test_prefill_decode_equals_an_independent_decode_with_the_compressed_cache(setup, protocol):
     assert decode_failures(setup, protocol, "h2o",

@@ -42,6 +42,18 @@ ResumableSimulation::ResumableSimulation(std::unique_ptr<EvictionPolicy> policy,
 
 ResumableSimulation::~ResumableSimulation() = default;
 
+ResumableSimulation::ResumableSimulation(const ResumableSimulation& other, Forked)
+    : shape_(other.shape_), options_(other.options_), q_(other.q_), k_(other.k_), v_(other.v_), group_(other.group_),
+      trace_(other.trace_), filled_(other.filled_), k_used_(other.k_used_), prefill_evicted_(other.prefill_evicted_) {
+  map_rows();
+  policy_ = other.policy_->copy_onto(group_);
+  if (other.head_) head_ = std::make_unique<StreamingHead>(*other.head_, group_, no_exact_, trace_);
+}
+
+std::unique_ptr<ResumableSimulation> ResumableSimulation::fork() const {
+  return std::unique_ptr<ResumableSimulation>(new ResumableSimulation(*this, Forked{}));
+}
+
 void ResumableSimulation::map_rows() {
   const int d = shape_.head_dim;
   group_.q.clear();

@@ -49,7 +49,7 @@ struct ResumedSteps {
 };
 
 /// One (layer, KV head) whose Q, K and V rows arrive over time. Not copyable or movable (the
-/// policy holds a pointer to the group).
+/// policy holds a pointer to the group); fork() makes a second run in the same state.
 class ResumableSimulation {
  public:
   /// Starts an empty run of `policy` (owned) with `options` (budget, aggregation, prefill, seed,
@@ -84,9 +84,17 @@ class ResumableSimulation {
   /// The policy's name().
   [[nodiscard]] std::string policy_name() const { return policy_->name(); }
 
+  /// A second run in this run's present state: its rows, its policy's state
+  /// (EvictionPolicy::copy_onto), its cache; extending either leaves the other as it was, and the
+  /// fork extended with rows R decides exactly as one run fed this run's rows and then R. Throws
+  /// std::logic_error naming the policy when the policy cannot be copied.
+  [[nodiscard]] std::unique_ptr<ResumableSimulation> fork() const;
+
  private:
   /// Points group_'s maps at the first filled_ rows.
   void map_rows();
+  struct Forked {};
+  ResumableSimulation(const ResumableSimulation& other, Forked);
 
   std::unique_ptr<EvictionPolicy> policy_;
   ResumableShape shape_;

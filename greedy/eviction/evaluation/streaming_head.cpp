@@ -71,7 +71,7 @@ Trace empty_trace(const HeadGroup& input, const EvictionPolicy& policy, int budg
 
 StreamingHead::StreamingHead(const HeadGroup& input, int capacity, bool metrics, const std::vector<ExactRows>& exact,
                              GroupAggregation aggregation, Trace& trace, int block_steps, int threads)
-    : input_(input), metrics_(metrics), exact_(exact), aggregation_(aggregation), trace_(trace),
+    : input_(&input), metrics_(metrics), exact_(&exact), aggregation_(aggregation), trace_(&trace),
       path_(active_cpu_path()), cache_(capacity, input.head_dim()), block_steps_(block_steps), threads_(threads) {
   if (block_steps < 1 || threads < 1) throw std::invalid_argument("StreamingHead: block_steps and threads must be >= 1");
   const int d = input.head_dim(), g = input.group_size();
@@ -113,7 +113,7 @@ double relative_error(const Eigen::Ref<const Eigen::RowVectorXd>& exact, const E
 void StreamingHead::start_block(int i) {
   finish();
   block_first_ = i;
-  block_end_ = std::min(input_.tokens(), i + block_steps_);
+  block_end_ = std::min(input_->tokens(), i + block_steps_);
   lost_from_ = block_end_;
   block_tokens_.assign(cache_.tokens.begin(), cache_.tokens.begin() + cache_.size);
   for (Token t = i; t < block_end_; ++t) block_tokens_.push_back(t);
@@ -122,15 +122,15 @@ void StreamingHead::start_block(int i) {
   const int u = int(block_tokens_.size()), steps = block_end_ - i;
   for (int c = 0; c < u; ++c) column_[std::size_t(block_tokens_[std::size_t(c)])] = c;
   if (blocked_scores_) {
-    for (int c = 0; c < u; ++c) block_keys_t_.col(c) = input_.k.row(block_tokens_[std::size_t(c)]).transpose();
-    for (int b = 0; b < steps; ++b) block_queries_.row(b) = input_.scale * input_.q[0].row(i + b).cast<double>();
+    for (int c = 0; c < u; ++c) block_keys_t_.col(c) = input_->k.row(block_tokens_[std::size_t(c)]).transpose();
+    for (int b = 0; b < steps; ++b) block_queries_.row(b) = input_->scale * input_->q[0].row(i + b).cast<double>();
     cached_score_block(block_keys_t_.leftCols(u), block_queries_.topRows(steps), block_scores_.topLeftCorner(steps, u),
                        path_, threads_);
   }
 }
 
 bool StreamingHead::block_scores(int i, int m) {
-  const int u = int(block_tokens_.size()), d = input_.head_dim();
+  const int u = int(block_tokens_.size()), d = input_->head_dim();
   if (!blocked_scores_ || cached_scores_by_kernel(m, d) != cached_scores_by_kernel(u, d)) return false;
   const auto row = block_scores_.row(i - block_first_);
   for (int e = 0; e < m; ++e) logits_(e, 0) = row(column_[std::size_t(cache_.tokens[std::size_t(e)])]);
@@ -138,7 +138,7 @@ bool StreamingHead::block_scores(int i, int m) {
 }
 
 void StreamingHead::keep_weights(int i, int m) {
-  const int g = input_.group_size();
+  const int g = input_->group_size();
   lost_from_ = std::min(lost_from_, i);
   for (int h = 0; h < g; ++h) {
     auto row = block_weights_.row(std::size_t(i - block_first_) * g + h);
@@ -150,20 +150,20 @@ void StreamingHead::keep_weights(int i, int m) {
 
 void StreamingHead::finish() {
   if (!blocked_outputs_ || lost_from_ > block_last_) return;
-  const int g = input_.group_size(), u = int(block_tokens_.size());
+  const int g = input_->group_size(), u = int(block_tokens_.size());
   const int first = lost_from_ - block_first_, steps = block_last_ + 1 - lost_from_;
   auto outputs = block_outputs_.topRows(Eigen::Index(steps) * g);
-  gathered_weighted_rows(input_.v, block_tokens_, block_weights_.block(Eigen::Index(first) * g, 0, Eigen::Index(steps) * g, u),
+  gathered_weighted_rows(input_->v, block_tokens_, block_weights_.block(Eigen::Index(first) * g, 0, Eigen::Index(steps) * g, u),
                          outputs, path_, threads_);
   for (int s = 0; s < steps; ++s) {
     const int i = lost_from_ + s;
     double error = 0.0;
     for (int h = 0; h < g; ++h) {
-      const double err = relative_error(exact_[std::size_t(h)].output.row(i), outputs.row(Eigen::Index(s) * g + h));
-      trace_.head_output_error[std::size_t(i) * g + h] = err;
+      const double err = relative_error((*exact_)[std::size_t(h)].output.row(i), outputs.row(Eigen::Index(s) * g + h));
+      trace_->head_output_error[std::size_t(i) * g + h] = err;
       error += err;
     }
-    trace_.steps[std::size_t(i)].output_error = error / g;
+    trace_->steps[std::size_t(i)].output_error = error / g;
   }
   lost_from_ = block_last_ + 1;
 }
@@ -175,12 +175,12 @@ bool StreamingHead::evict(Token t) {
 }
 
 StepView StreamingHead::arrive(int i, bool full) {
-  const int g = input_.group_size();
+  const int g = input_->group_size();
   if ((blocked_scores_ || blocked_outputs_) && (i < block_first_ || i >= block_end_)) start_block(i);
   block_last_ = i;
-  cache_.push(input_, i);
+  cache_.push(*input_, i);
   const int m = cache_.size;
-  for (int h = 0; h < g; ++h) queries_.col(h) = input_.scale * input_.q[std::size_t(h)].row(i).transpose().cast<double>();
+  for (int h = 0; h < g; ++h) queries_.col(h) = input_->scale * input_->q[std::size_t(h)].row(i).transpose().cast<double>();
   if (block_scores(i, m)) {
     // the block's product gave these scores
   } else if (path_ == CpuPath::kAvx2Fma && g == 1) {  // the same scores bit for bit, from the float keys
@@ -206,7 +206,7 @@ StepView StreamingHead::arrive(int i, bool full) {
     agg = std::span<const double>(aggregated_.data(), std::size_t(m));
   }
 
-  StepRecord& record = trace_.steps[std::size_t(i)];
+  StepRecord& record = trace_->steps[std::size_t(i)];
   record.step = i;
   record.evicted = kNoEviction;
   if (metrics_) {
@@ -220,7 +220,7 @@ StepView StreamingHead::arrive(int i, bool full) {
     for (int h = 0; h < g; ++h) {
       double r = 1.0, err = 0.0;
       if (lost_) {
-        const ExactRows& ex = exact_[std::size_t(h)];
+        const ExactRows& ex = (*exact_)[std::size_t(h)];
         r = std::min(1.0, std::exp(head_max_[std::size_t(h)] - ex.log_normalizer[std::size_t(i)]) *
                               head_sum_[std::size_t(h)]);
         if (blocked_outputs_) {
@@ -229,8 +229,8 @@ StepView StreamingHead::arrive(int i, bool full) {
           err = relative_error(ex.output.row(i), outputs_.col(h).transpose());
         }
       }
-      trace_.head_retained_mass[std::size_t(i) * g + h] = r;
-      trace_.head_output_error[std::size_t(i) * g + h] = err;
+      trace_->head_retained_mass[std::size_t(i) * g + h] = r;
+      trace_->head_output_error[std::size_t(i) * g + h] = err;
       mass += r;
       error += err;
     }
@@ -245,8 +245,8 @@ StepView StreamingHead::arrive(int i, bool full) {
 }
 
 Token StreamingHead::window_exit(int i) const {
-  if (input_.window == 0) return kNoEviction;
-  const Token t = i + 1 - input_.window;  // W = 1: token i itself, which no later query sees
+  if (input_->window == 0) return kNoEviction;
+  const Token t = i + 1 - input_->window;  // W = 1: token i itself, which no later query sees
   return t >= 0 && (t == i || cache_.holds(t)) ? t : kNoEviction;
 }
 

@@ -68,9 +68,22 @@ class StreamingHead {
   StreamingHead(const HeadGroup& input, int capacity, bool metrics, const std::vector<ExactRows>& exact,
                 GroupAggregation aggregation, Trace& trace, int block_steps = kStepBlock, int threads = 1);
 
+  /// A copy of `other` in its present state (its cache, its block, its marks) that reads `input`
+  /// and `exact` and writes `trace` from here on: the same rows and exact rows at another address,
+  /// and a trace holding other's records so far (ResumableSimulation::fork). Every reference must
+  /// outlive the copy.
+  StreamingHead(const StreamingHead& other, const HeadGroup& input, const std::vector<ExactRows>& exact,
+                Trace& trace)
+      : StreamingHead(other) {
+    input_ = &input;
+    exact_ = &exact;
+    trace_ = &trace;
+  }
+  StreamingHead& operator=(const StreamingHead&) = delete;
+
   /// Puts token t into the cache without a step (the prefill rule's survivors). Precondition: no
   /// step has arrived yet.
-  void admit(Token t) { cache_.push(input_, t); }
+  void admit(Token t) { cache_.push(*input_, t); }
   /// Takes token t out of the cache and marks that the cache has lost a token (later steps compute
   /// their retained mass instead of taking 1). Returns false when t is not an entry.
   bool evict(Token t);
@@ -113,11 +126,13 @@ class StreamingHead {
   /// Step i's weights into the block's row for the outputs at the block's end.
   void keep_weights(int i, int m);
 
-  const HeadGroup& input_;
+  StreamingHead(const StreamingHead&) = default;  // the re-pointing copy's start
+
+  const HeadGroup* input_;
   bool metrics_;
-  const std::vector<ExactRows>& exact_;
+  const std::vector<ExactRows>* exact_;
   GroupAggregation aggregation_;
-  Trace& trace_;
+  Trace* trace_;
   CpuPath path_;
   DenseCache cache_;
   bool lost_ = false;

@@ -16,6 +16,7 @@
 ///   full-row attention a_i; only policies labelled oracles read the future (h2o-oracle).
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -100,6 +101,13 @@ class EvictionPolicy {
   /// keys is left unread when !view.full. keys.size() == view.tokens.size(). Throws
   /// std::logic_error for a policy that does not rank (ranks() false).
   virtual void rank(const StepView& view, std::span<double> keys);
+
+  /// A copy of this policy in its present state (the same decisions from here on, given the same
+  /// views) whose context reads `input` instead: the same rows at another address, which the copy
+  /// reads as this policy reads its own (a resumable run forked at a step,
+  /// ResumableSimulation::fork). `input` must outlive the copy. The default throws
+  /// std::logic_error naming the policy (a policy that cannot be copied).
+  [[nodiscard]] virtual std::unique_ptr<EvictionPolicy> copy_onto(const HeadGroup& input) const;
 };
 
 }  // namespace subevict::greedy

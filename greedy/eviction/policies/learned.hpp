@@ -32,6 +32,7 @@ class LearnedPolicy final : public RankedPolicy<LearnedPolicy> {
   void on_reset();
   void on_prefill();
   void observe(const StepView& view);
+  void on_copy(const HeadGroup& input) { features_.rebind(input); }
   [[nodiscard]] double key(int, Token t) const { return keys_[std::size_t(t)]; }
 
  private:

@@ -81,6 +81,10 @@ class OnlineFeatures {
   /// empty, no members, the next step expected is 0.
   void reset(const PolicyContext& context);
 
+  /// The same rows at another address (a copied policy's, EvictionPolicy::copy_onto): the state
+  /// is kept, later steps read `input`.
+  void rebind(const HeadGroup& input) { context_.input = &input; }
+
   /// The prompt's steps 0..P−1 (P = context.prefill ≥ 1) with full attention: step i sees
   /// G_i = {0..i} and the group-aggregated (context.aggregation) causal attention of query i (no
   /// sliding-window mask, as the prefill rules of policy_support.hpp read the prompt). Call it

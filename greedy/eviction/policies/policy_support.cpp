@@ -17,6 +17,10 @@ void EvictionPolicy::rank(const StepView&, std::span<double>) {
                          " does not rank its members (it cannot share a cache with other heads)");
 }
 
+std::unique_ptr<EvictionPolicy> EvictionPolicy::copy_onto(const HeadGroup&) const {
+  throw std::logic_error("eviction policy " + name() + " cannot be copied in its state");
+}
+
 }  // namespace subevict::greedy
 
 namespace subevict::greedy::policies {

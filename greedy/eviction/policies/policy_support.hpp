@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -53,7 +54,8 @@ template <class Key, class Eligible>
 /// Base of the policies whose rule is "evict the eligible member with the smallest key" (CRTP:
 /// no virtual call per member). Derived defines `double key(int step, Token t) const` and may
 /// redefine: eligible(step, t) (default: every member), observe(view) (called at every step before
-/// the choice, e.g. to accumulate), on_reset(), on_prefill() (before the prefill choice),
+/// the choice, e.g. to accumulate), on_reset(), on_prefill() (before the prefill choice), on_copy(input)
+/// (a copy's state re-pointed at `input`, copy_onto),
 /// prefill_keep() (default k) and prefill_eligible(t) (default eligible(P − 1, t)). The prefill
 /// rule drops tokens in the order (key(P − 1, t), t) until prefill_keep() remain.
 template <class Derived>
@@ -77,6 +79,14 @@ class RankedPolicy : public EvictionPolicy {
                      [&](Token t) { return self().eligible(view.step, t); });
   }
   [[nodiscard]] bool ranks() const override { return true; }
+  /// Derived copied (its state is values; a Derived that also holds the input elsewhere redefines
+  /// on_copy(input), public, to re-point it).
+  [[nodiscard]] std::unique_ptr<EvictionPolicy> copy_onto(const HeadGroup& input) const override {
+    auto copy = std::make_unique<Derived>(self());
+    static_cast<RankedPolicy&>(*copy).context_.input = &input;
+    copy->on_copy(input);
+    return copy;
+  }
   void rank(const StepView& view, std::span<double> keys) override {
     self().observe(view);
     if (!view.full) return;
@@ -93,6 +103,7 @@ class RankedPolicy : public EvictionPolicy {
   void observe(const StepView&) {}
   void on_reset() {}
   void on_prefill() {}
+  void on_copy(const HeadGroup&) {}
   [[nodiscard]] int prefill_keep() const { return context_.budget; }
   [[nodiscard]] bool prefill_eligible(Token t) const { return self().eligible(context_.prefill - 1, t); }
 

@@ -3,6 +3,7 @@
 /// Random eviction (seeded), the no-information baseline.
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ class RandomPolicy final : public EvictionPolicy {
     const auto r = std::min(cached_.size() - 1, std::size_t(u * double(cached_.size())));
     std::nth_element(cached_.begin(), cached_.begin() + std::ptrdiff_t(r), cached_.end());
     return cached_[r];
+  }
+  [[nodiscard]] std::unique_ptr<EvictionPolicy> copy_onto(const HeadGroup& input) const override {
+    auto copy = std::make_unique<RandomPolicy>(*this);
+    copy->context_.input = &input;
+    return copy;
   }
 
  private:

@@ -1,8 +1,9 @@
 // Tests greedy/eviction/evaluation/resumable_simulation.hpp: for every causal policy of the
 // registry, rows appended in any split (a prompt run, chunks, one token at a time) give the same
 // steps as one simulate() call on all rows, bit for bit (evictions, the cache after every step,
-// the prefill drops), under random budgets, prefill, windows, aggregation and seeds; oracles and
-// bad appends are refused.
+// the prefill drops), under random budgets, prefill, windows, aggregation and seeds; a run forked
+// at any step decides as one run on the rows each copy gets; oracles, bad appends and forks of a
+// policy that cannot be copied are refused.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -14,10 +15,15 @@
 #include "greedy/eviction/evaluation/resumable_simulation.hpp"
 #include "greedy/eviction/evaluation/simulator.hpp"
 #include "greedy/eviction/policies/policy_registry.hpp"
+#include "greedy/eviction/policies/recorded_policy.hpp"
+#include "tests/greedy/eviction/evaluation/resumable_check.hpp"
 #include "tests/greedy/naive_eviction.hpp"
 
 namespace subevict::greedy {
 namespace {
+
+using resumable_check::append;
+using resumable_check::shape_of;
 
 PolicyParams test_params() {
   PolicyParams params;
@@ -26,20 +32,6 @@ PolicyParams test_params() {
   params.sink_size_start = 2;
   params.sink_size_end = 2;
   return params;
-}
-
-ResumableShape shape_of(const HeadGroup& group) {
-  return ResumableShape{group.group_size(), group.head_dim(), group.scale, group.window, group.tokens(),
-                        group.layer, group.kv_head};
-}
-
-/// Rows [from, from + m) of the group, as extend() takes them.
-ResumedSteps append(ResumableSimulation& run, const HeadGroup& group, int from, int m) {
-  std::vector<ConstHeadMap> q;
-  for (const ConstHeadMap& head : group.q) q.emplace_back(head.data() + std::ptrdiff_t(from) * head.cols(), m, head.cols());
-  const int d = group.head_dim();
-  return run.extend(q, ConstHeadMap(group.k.data() + std::ptrdiff_t(from) * d, m, d),
-                    ConstHeadMap(group.v.data() + std::ptrdiff_t(from) * d, m, d), true);
 }
 
 RC_GTEST_PROP(ResumableSimulation, AnySplitGivesSimulatesStepsForEveryCausalPolicy, ()) {
@@ -86,6 +78,46 @@ RC_GTEST_PROP(ResumableSimulation, AnySplitGivesSimulatesStepsForEveryCausalPoli
         RC_FAIL(name + " differs from simulate at step " + std::to_string(i));
       }
     }
+  }
+}
+
+RC_GTEST_PROP(ResumableSimulation, AForkDecidesAsOneRunOnTheRowsItGetsForEveryCausalPolicy, ()) {
+  const int n = *rc::gen::inRange(2, 41), d = *rc::gen::inRange(1, 9), g = *rc::gen::inRange(1, 4);
+  const double sharpness = *rc::gen::element(0.5, 2.0, 4.0);
+  const int layer = *rc::gen::inRange(0, 3);
+  const naive::Instance a = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), n, d, g, sharpness, layer);
+  SimulationOptions options;
+  options.budget = *rc::gen::inRange(6, 12);  // every policy's parameters (test_params) fit
+  options.prefill = *rc::gen::element(0, *rc::gen::inRange(0, n));
+  options.aggregation = *rc::gen::element(GroupAggregation::kSum, GroupAggregation::kMean, GroupAggregation::kMax);
+  options.seed = *rc::gen::inRange<std::uint64_t>(0, 100);
+  const int s = *rc::gen::inRange(options.prefill > options.budget ? options.prefill : 1, n);
+  naive::Instance other = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), n, d, g, sharpness, layer);
+  other.kv_head = a.kv_head;
+  const naive::Instance b = resumable_check::spliced(a, other, s);
+  HeadGroup on_a = a.group(), on_b = b.group();
+  on_a.window = on_b.window = *rc::gen::element(0, *rc::gen::inRange(1, n + 2));
+  for (const std::string& name : policy_names()) {
+    if (make_policy(name, test_params())->is_oracle()) continue;
+    const std::string mismatch =
+        resumable_check::fork_mismatch([&] { return make_policy(name, test_params()); }, on_a, on_b, options, s);
+    if (!mismatch.empty()) RC_FAIL(name + ": " + mismatch);
+  }
+}
+
+TEST(ResumableSimulation, AForkOfAPolicyThatCannotBeCopiedIsRefusedNamingIt) {
+  const naive::Instance in = naive::random_instance(3, 8, 4, 1, 2.0);
+  const HeadGroup group = in.group();
+  SimulationOptions options;
+  options.budget = 8;  // nothing is evicted: the record keeps every token to the end
+  ResumableSimulation run(std::make_unique<RecordedPolicy>("recorded:x", std::vector<int>(8, 7), "x.npy"),
+                          shape_of(group), options);
+  (void)append(run, group, 0, 4);
+  try {
+    (void)run.fork();
+    ADD_FAILURE() << "the fork was made";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("recorded:x"), std::string::npos) << e.what();
   }
 }
 

@@ -22,6 +22,7 @@
 #include "greedy/eviction/policies/policy_spec.hpp"
 #include "greedy/eviction/policies/recorded_policy.hpp"
 #include "tests/core/scoped_cpu_path.hpp"
+#include "tests/greedy/eviction/evaluation/resumable_check.hpp"
 #include "tests/greedy/naive_eviction.hpp"
 
 namespace subevict::greedy {
@@ -260,6 +261,24 @@ RC_GTEST_PROP(LearnedPolicy, KeepsTheContractAndEvictsTheLowestHandScore, ()) {
   const Trace again = simulate(in.group(), *make_policy(spec), options);
   for (int i = 0; i < n; ++i)
     RC_ASSERT(again.steps[std::size_t(i)].evicted == t.trace.steps[std::size_t(i)].evicted);
+}
+
+// A run forked at step s reads the fork's rows from there (its features re-pointed), not the rows
+// the original goes on with.
+RC_GTEST_PROP(LearnedPolicy, AForkDecidesAsOneRunOnTheRowsItGets, ()) {
+  const int n = *rc::gen::inRange(2, 36), d = *rc::gen::inRange(2, 7), g = *rc::gen::inRange(1, 4);
+  const int layer = *rc::gen::inRange(0, 3);
+  const naive::Instance a = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), n, d, g, 2.0, layer);
+  naive::Instance other = naive::random_instance(*rc::gen::inRange<std::uint64_t>(0, 1u << 30), n, d, g, 2.0, layer);
+  other.kv_head = a.kv_head;
+  const int s = *rc::gen::inRange(1, n);
+  const PolicySpec spec = learned_spec(model_text(*rc::gen::inRange<std::uint64_t>(0, 1000), 3), "fork_model.json");
+  SimulationOptions options;
+  options.budget = *rc::gen::inRange(1, n + 1);
+  const naive::Instance b = resumable_check::spliced(a, other, s);
+  const std::string mismatch =
+      resumable_check::fork_mismatch([&] { return make_policy(spec); }, a.group(), b.group(), options, s);
+  RC_ASSERT(mismatch.empty());
 }
 
 TEST(LearnedPolicy, SpecNeedsAReadableValidModel) {
