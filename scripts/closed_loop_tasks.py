@@ -6,7 +6,8 @@ question-aware optimum (subevict.closed_loop_tasks; docs/tasks.md).
 Usage:
     closed_loop_tasks.py --gguf FILE [--tasks niah_single,vt] [--lengths 1024,4096]
                          [--depths 0.1,0.5,0.9] [--samples N] [--protocol streaming,prefill]
-                         [--policies LIST] [--budgets LIST] [--haystack NAME] [--seed S] -o DIR
+                         [--policies LIST] [--budgets LIST] [--haystack NAME] [--seed S]
+                         [--max-new-tokens N] -o DIR
 
 Writes DIR/results.json (every run and aggregate, with the model's SHA-256 and every sample's
 haystack and token-id SHA-256), DIR/report.md and figures. Progress goes to stderr. While it
@@ -66,6 +67,9 @@ def main(argv=None):
     parser.add_argument("--haystack", default=None, help="the haystack (default: each task's)")
     parser.add_argument("--layers", default="all", help="the layers that evict ('all': every global layer, or 0,3,5)")
     parser.add_argument("--seed", type=int, default=0, help="the first sample seed, and randomized policies' seed")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="tokens to generate when more than the answer's (RULER's limit), stopping after the "
+                             "model's end-of-sequence token past the answer's length (default: the answer's tokens)")
     parser.add_argument("-o", "--output", required=True, help="the report directory")
     args = parser.parse_args(argv)
     try:
@@ -80,6 +84,8 @@ def main(argv=None):
             raise UsageError(f"--samples: expected an integer >= 1, got {args.samples}")
         if args.seed < 0:
             raise UsageError(f"--seed: expected an integer >= 0, got {args.seed}")
+        if args.max_new_tokens is not None and args.max_new_tokens < 1:
+            raise UsageError(f"--max-new-tokens: expected an integer >= 1, got {args.max_new_tokens}")
         task_names = parse_list(args.tasks, "--tasks", str, "task names")
         lengths = parse_list(args.lengths, "--lengths", int, "integer lengths in tokens")
         depths = parse_list(args.depths, "--depths", float, "depths in [0, 1]")
@@ -105,6 +111,10 @@ def main(argv=None):
                 for depth in depths:
                     samples += tasks.samples(task, tokenizer, length, depth, args.samples, args.seed,
                                              args.haystack, limit=context)
+        longest = max(len(s.ids) for s in samples)
+        if args.max_new_tokens is not None and longest + args.max_new_tokens > context:
+            raise UsageError(f"--max-new-tokens: a {longest}-token prompt and {args.max_new_tokens} generated tokens "
+                             f"exceed the model's context of {context} tokens")
         shape = SimpleNamespace(q_heads=config["num_attention_heads"], kv_heads=config["num_key_value_heads"],
                                 head_dim=config["head_dim"], score_scale=1.0 / config["head_dim"] ** 0.5)
         sizes = [(k, len(s.ids) + len(s.answer_ids)) for s in samples
@@ -121,7 +131,7 @@ def main(argv=None):
             print(f"{PROG}: resuming from {checkpoint} (the runs finished there are not run again)", file=sys.stderr)
         start = time.monotonic()
         result = task_loop.closed_loop_tasks(model, samples, labels, budgets, protocols, layers, args.seed,
-                                             tokenizer, checkpoint=checkpoint)
+                                             tokenizer, checkpoint=checkpoint, max_new_tokens=args.max_new_tokens)
     except (UsageError, models.ModelError, subevict.InputError) as error:
         message = str(error).removeprefix(f"{PROG}: ")
         print(f"{PROG}: error: {message}", file=sys.stderr)
@@ -131,7 +141,7 @@ def main(argv=None):
         "gguf": os.path.basename(args.gguf), "gguf_sha256": models.file_sha256(args.gguf),
         "tasks": task_names, "lengths": lengths, "depths": depths, "samples": args.samples,
         "protocols": protocols, "policies": labels, "budgets": budgets, "haystack": args.haystack,
-        "layers": "all" if layers is None else layers, "seed": args.seed,
+        "layers": "all" if layers is None else layers, "seed": args.seed, "max_new_tokens": args.max_new_tokens,
         "seconds": time.monotonic() - start,
     }
     task_report.write(task_report.results_json(result, settings), args.output)

@@ -69,10 +69,15 @@ def _evicted_to_last_step(evicted, n):
 
 def _keys_from_schedule(last_step, i):
     """Per KV head the keys query i attends over under schedules last_step [kv_heads, n]:
-    {j < i : i <= t_j + 1} + {i}."""
+    {j < i : i <= t_j + 1} + {i}; past the schedule's rows (i > n) the last step's cache
+    {j : t_j = n - 1} and every position from n to i."""
     import torch
 
-    return [torch.cat([torch.from_numpy(np.flatnonzero(row[:i] + 1 >= i)), torch.tensor([i])]) for row in last_step]
+    n = last_step.shape[1]
+    m = min(i, n)
+    return [torch.cat([torch.from_numpy(np.flatnonzero(row[:m] + 1 >= m)), torch.arange(n, i + 1)]) if i > n
+            else torch.cat([torch.from_numpy(np.flatnonzero(row[:i] + 1 >= i)), torch.tensor([i])])
+            for row in last_step]
 
 
 def _top_keys(weights, count):
@@ -86,12 +91,13 @@ def _top_keys(weights, count):
 class StreamingPolicy:
     """A built-in policy in the streaming protocol. fork_at (the prompt's length): each KV head's
     run is forked there while the teacher-forced rows pass it, so that generation resumes from the
-    fork and the rows the decode shares with the pass, not from a second run over the prompt."""
+    fork and the rows the decode shares with the pass, not from a second run over the prompt.
+    capacity: the positions a run may reach (default the teacher-forced rows)."""
 
-    def __init__(self, spec, budget, seed, model, fork_at=None):
+    def __init__(self, spec, budget, seed, model, fork_at=None, capacity=None):
         self.spec, self.budget, self.seed, self.model = spec, int(budget), int(seed), model
         self.group = model.q_heads // model.kv_heads
-        self.fork_at = fork_at
+        self.fork_at, self.capacity = fork_at, capacity
         self.state, self.forks = {}, {}
 
     def _run(self, layer, h, capacity):
@@ -120,7 +126,7 @@ class StreamingPolicy:
         split = self.fork_at if self.fork_at is not None and 0 < self.fork_at < n else None
 
         def one(h):
-            run = self._run(layer, h, n)
+            run = self._run(layer, h, max(n, self.capacity or 0))
             if split is None:
                 return run.extend(*self._rows(q, k, v, h, 0, n))[0], None
             before, _ = run.extend(*self._rows(q, k, v, h, 0, split))
@@ -137,7 +143,7 @@ class StreamingPolicy:
         forks = self.forks.pop(layer, None)
         if not forks or forks[0] is None or start < self.fork_at:
             self.state[layer] = self._extend(layer, tape.q[layer], tape.k[layer], tape.v[layer], start,
-                                             tape.k[layer].shape[1])
+                                             max(tape.k[layer].shape[1], self.capacity or 0))
             return
 
         def one(h):
@@ -165,8 +171,9 @@ class StreamingPolicy:
 class StreamingSchedule:
     """`opt` or `opt-answer` in the streaming protocol: the exact optimum's schedule per KV head on
     the layer's teacher-forced rows (opt-answer: gains of the rows `rows` only), held fixed while
-    decoding (the decoded positions are those of the gold answer's, whose rows it was solved
-    on)."""
+    decoding (the decoded positions up to the gold answer's last are those whose rows it was
+    solved on; past them, with a token limit above the answer's length, its last cache stays and
+    every later position is kept, as in the prefill protocols)."""
 
     def __init__(self, budget, rows, model):
         self.budget, self.rows, self.model = int(budget), rows, model

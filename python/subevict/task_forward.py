@@ -123,12 +123,13 @@ def row_attention(q_rows, k, scale, first_row, group):
     return out
 
 
-def decode(model, tape, start, token, steps, keys_of_layer, evict_layers):
+def decode(model, tape, start, token, steps, keys_of_layer, evict_layers, stop=None, stop_after=0):
     """Greedy decoding with a cache: `token` goes in at position `start` (the first generated
     token that differs from the sequence the pass `tape` ran on), the positions before it are the
     tape's; each step runs one position through every layer and feeds the argmax back. Returns
     the `steps` tokens generated (the argmax at positions start, ..., start + steps - 1; the
-    last one is not fed back).
+    last one is not fed back), or fewer: the decode ends after a token equal to `stop` (a token
+    id; None: never) once it has generated at least stop_after tokens.
 
     keys_of_layer(layer, i, q, k, v): the key positions (int64 tensor per KV head, ascending,
     ending with i) query i attends over in an evicting layer, from its q [q_heads, 1, d] and the
@@ -164,4 +165,6 @@ def decode(model, tape, start, token, steps, keys_of_layer, evict_layers):
                 hidden = model.attention_output(layer, hidden, heads)
             token = int(model.logits(hidden)[0].argmax())
             generated.append(token)
+            if token == stop and len(generated) >= stop_after:
+                break
     return generated

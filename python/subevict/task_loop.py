@@ -8,9 +8,10 @@ answer's log-probability, and the greedy answer up to its first wrong token: the
 causal, so a greedy decode feeds exactly the teacher-forced tokens until then), and from the
 first wrong token on it decodes greedily token by token with the cache in place (a policy's
 state carried by _subevict.StreamingCache) until it has generated as many tokens as the gold
-answer has. Metrics: exact match (the generated tokens are the answer's), RULER's string match
-(the share of the sample's answers that the generated text contains, case-insensitive), and the
-teacher-forced answer log-probability.
+answer has, or max_new_tokens (RULER's token limit) when that is larger, stopping after the
+model's end-of-sequence token. Metrics: exact match (the first generated tokens are the
+answer's), RULER's string match (the share of the sample's answers that the generated text
+contains, case-insensitive), and the teacher-forced answer log-probability.
 
 Budgets are ratios of the sample's prompt (its tokens before the answer) or integer sizes; in
 the prefill protocols the decoded rows keep every decoded position besides the k compressed
@@ -74,8 +75,9 @@ def answer_rows(sample, protocol):
     return range(first, n)
 
 
-def make_cache(label, protocol, budget_size, sample, model, seed):
-    """The cache object of `label` (a policy spec or a reference) in one run."""
+def make_cache(label, protocol, budget_size, sample, model, seed, capacity=None):
+    """The cache object of `label` (a policy spec or a reference) in one run; capacity: the
+    positions it may see (default the prompt and the gold answer)."""
     c = compressed_end(sample, protocol)
     rows = answer_rows(sample, protocol)
     if label == "full":
@@ -87,7 +89,7 @@ def make_cache(label, protocol, budget_size, sample, model, seed):
             return StreamingSchedule(budget_size, list(rows), model)
         if label == "topk":
             return StreamingTopk(budget_size, model)
-        return StreamingPolicy(label, budget_size, seed, model, fork_at=len(sample.ids))
+        return StreamingPolicy(label, budget_size, seed, model, fork_at=len(sample.ids), capacity=capacity)
     if label == "opt":  # the top k of [0, c)'s column sums summed over the group: h2o's accumulated
         # prompt scores, so h2o's prefill rule without a recent window (the C++ one-pass sums;
         # a tie at the k-th key keeps the later token)
@@ -106,17 +108,19 @@ def string_match(text, answers):
 
 
 def run_one(model, sample, protocol, label, budget, budget_size, full, evict_layers, tokenizer, seed,
-            trace=None):
+            trace=None, max_new_tokens=None, stop=None):
     """One run: the teacher-forced pass, then the greedy decode from the first wrong token. `full`
     is the sample's full_pass tape (with inputs and last_prompt_logp, the log-probabilities at the
     prompt's last position: the prefill's, which prefill-question reads the first answer token
-    from, as the compression follows the prefill)."""
+    from, as the compression follows the prefill). The run generates max(len(answer),
+    max_new_tokens) tokens, fewer when it generates `stop` (a token id) past the answer's length."""
     import torch
 
     start_time = time.monotonic()
     ids = torch.tensor(list(sample.ids) + list(sample.answer_ids), dtype=torch.int64)
     prompt, answer = len(sample.ids), list(sample.answer_ids)
-    cache = make_cache(label, protocol, budget_size, sample, model, seed)
+    limit = max(len(answer), int(max_new_tokens or 0))
+    cache = make_cache(label, protocol, budget_size, sample, model, seed, capacity=prompt + limit)
     first_row = compressed_end(sample, protocol)
     keep_of_layer = cache.keep
     if trace is not None:
@@ -142,13 +146,15 @@ def run_one(model, sample, protocol, label, budget, budget_size, full, evict_lay
     predicted = logp.argmax(-1).tolist()
     wrong = next((t for t, (p, a) in enumerate(zip(predicted, answer)) if p != a), len(answer))
     generated = predicted[:wrong + 1]
-    if wrong < len(answer) - 1:
+    # From the first wrong token on, or past the answer's last row, the decode goes on with the cache.
+    start = min(wrong, len(answer) - 1)
+    if len(generated) < limit and not (stop is not None and start == len(answer) - 1 and generated[-1] == stop):
         for layer in evict_layers:
-            cache.resume(layer, tape, prompt + wrong)
-        generated += decode(model, tape, prompt + wrong, predicted[wrong], len(answer) - 1 - wrong,
-                            cache.keys, evict_layers)
+            cache.resume(layer, tape, prompt + start)
+        generated += decode(model, tape, prompt + start, predicted[start], limit - 1 - start, cache.keys,
+                            evict_layers, stop=stop, stop_after=len(answer) - 1 - start)
     text = tokenizer.decode(generated)
-    return TaskRun(-1, protocol, label, budget, budget_size, generated, text, generated == answer,
+    return TaskRun(-1, protocol, label, budget, budget_size, generated, text, generated[:len(answer)] == answer,
                    string_match(text, sample.answers), answer_logprob, wrong,
                    time.monotonic() - start_time, prompt_nll)
 
@@ -185,7 +191,7 @@ def cache_labels(policies):
 
 def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,topk", budgets=(0.1,),
                       protocols=("streaming", "prefill"), layers=None, seed=0, tokenizer=None, quiet=False,
-                      checkpoint=None):
+                      checkpoint=None, max_new_tokens=None):
     """Runs every sample of `samples` (subevict.tasks Samples of `model`'s tokenizer) in each
     protocol of `protocols`, with the full cache and every cache of `policies` at every budget.
 
@@ -197,7 +203,10 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
     cache) order, the full cache's run first per protocol. InputError before any model work for
     bad arguments. Progress (one unit per run) on stderr unless quiet. checkpoint: a file path
     (task_checkpoint.RunLog) where every finished run is appended, and from which the runs of an
-    earlier, interrupted call with the same model, layers and seed are taken instead of run again."""
+    earlier, interrupted call with the same model, layers, seed and max_new_tokens are taken instead
+    of run again. max_new_tokens: each run generates max(the answer's tokens, max_new_tokens)
+    tokens, stopping after the model's end-of-sequence token past the answer's length (default:
+    the answer's tokens, exactly)."""
     from . import models as models_module
     from . import tasks
     from .evicted_forward import evicting_layers
@@ -213,6 +222,9 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
     if not samples:
         raise _subevict.InputError(f"{SOURCE}: samples: at least one sample")
     labels = cache_labels(policies)
+    if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+                                       or max_new_tokens < 1):
+        raise _subevict.InputError(f"{SOURCE}: max_new_tokens: expected an integer >= 1, got {max_new_tokens!r}")
     protocols = [protocols] if isinstance(protocols, str) else list(protocols)
     for protocol in protocols:
         if protocol not in PROTOCOLS:
@@ -226,6 +238,10 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
     check_caches(labels, [(k, len(s.ids) + len(s.answer_ids)) for s, row in zip(samples, sizes) for k in row],
                  model, seed)
     evict_layers = evicting_layers(model, layers)
+    stop = None
+    if max_new_tokens is not None:
+        stop = models_module.config_of(models_module.open_gguf(model.path)).get("eos_token_id")
+        stop = None if stop is None else int(stop)
     progress = Progress("task loop", len(samples) * len(protocols) * (1 + len(labels) * len(budgets)), "run",
                         quiet=quiet)
     log = None
@@ -234,7 +250,7 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
         from .task_checkpoint import RunLog
 
         log = RunLog(checkpoint, {"model_sha256": file_sha256(model.path), "layers": sorted(evict_layers),
-                                  "seed": seed}, TaskRun)
+                                  "seed": seed, "max_new_tokens": max_new_tokens}, TaskRun)
     runs = []
     try:
         for index, sample in enumerate(samples):
@@ -253,7 +269,8 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
                         ids = torch.tensor(list(sample.ids) + list(sample.answer_ids), dtype=torch.int64)
                         full_logp, full = full_pass(model, ids, slice(len(sample.ids) - 1, len(sample.ids)))
                         full.last_prompt_logp = full_logp
-                    run = run_one(model, sample, protocol, label, budget, k, full, evict_layers, tokenizer, seed)
+                    run = run_one(model, sample, protocol, label, budget, k, full, evict_layers, tokenizer, seed,
+                                  max_new_tokens=max_new_tokens, stop=stop)
                     if log is not None:
                         log.add(key, run)
                 run.sample = index

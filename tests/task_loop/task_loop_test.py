@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -48,9 +49,9 @@ def setup():
             "layers": set(range(model.layers))}
 
 
-def run(setup, protocol, label, budget=BUDGET, trace=None):
+def run(setup, protocol, label, budget=BUDGET, trace=None, max_new_tokens=None):
     return task_loop.run_one(setup["model"], setup["sample"], protocol, label, budget, budget, setup["full"],
-                             setup["layers"], setup["tokenizer"], 0, trace)
+                             setup["layers"], setup["tokenizer"], 0, trace, max_new_tokens=max_new_tokens)
 
 
 def broken_keep(last_step):
@@ -154,8 +155,9 @@ class Decoder:
             return torch.log_softmax(m.logits(hidden), dim=-1)[0]
 
 
-def reference(model, sample, rule):
-    """(answer log-probability teacher-forced, the greedy answer) of an independent decode."""
+def reference(model, sample, rule, tokens=None):
+    """(answer log-probability teacher-forced, the greedy answer) of an independent decode; the
+    answer has `tokens` tokens (default the gold answer's)."""
     decoder = Decoder(model, rule)
     for token in sample.ids[:-1]:
         decoder.feed(token)
@@ -167,17 +169,17 @@ def reference(model, sample, rule):
             logp = decoder.feed(token)
     decoder.members, decoder.scores, decoder.position = branch
     generated, token = [], sample.ids[-1]
-    for _ in sample.answer_ids:
+    for _ in range(tokens or len(sample.answer_ids)):
         token = int(decoder.feed(token).argmax())
         generated.append(token)
     return answer_logprob, generated
 
 
-def decode_failures(setup, protocol, label, rule_of):
+def decode_failures(setup, protocol, label, rule_of, max_new_tokens=None):
     trace = {}
-    loop = run(setup, protocol, label, trace=trace)
+    loop = run(setup, protocol, label, trace=trace, max_new_tokens=max_new_tokens)
     rule = rule_of(trace)
-    logprob, generated = reference(setup["model"], setup["sample"], rule)
+    logprob, generated = reference(setup["model"], setup["sample"], rule, max_new_tokens)
     failures = []
     if generated != loop.generated:
         failures.append(f"{protocol} {label}: generated {loop.generated}, the decode {generated}")
@@ -185,7 +187,7 @@ def decode_failures(setup, protocol, label, rule_of):
         failures.append(f"{protocol} {label}: answer log-probability {loop.answer_logprob}, the decode {logprob}")
     if getattr(rule, "near_ties", 0) > 0.05 * getattr(rule, "evictions", 0):  # as tests/closed_loop
         failures.append(f"{label}: {rule.near_ties} near-ties in {rule.evictions} evictions (not decisive)")
-    if loop.first_wrong >= len(setup["sample"].answer_ids) - 1:
+    if loop.first_wrong >= len(setup["sample"].answer_ids) - 1 and max_new_tokens is None:
         failures.append(f"{protocol} {label}: the answer was right, so nothing was decoded token by token")
     print(f"\n{protocol} {label}: first wrong token {loop.first_wrong}, generated {loop.text!r}, "
           f"log-probability {loop.answer_logprob:.4f} (decode {logprob:.4f})", file=sys.stderr)
@@ -195,6 +197,36 @@ def decode_failures(setup, protocol, label, rule_of):
 @pytest.mark.parametrize("label,rule", [("streamingllm", Streamingllm), ("h2o", H2o)])
 def test_streaming_generation_equals_an_independent_token_by_token_decode(setup, label, rule):
     assert decode_failures(setup, "streaming", label, lambda trace: rule(BUDGET)) == []
+
+
+# Past the gold answer (RULER's token limit): the loop's generated tokens, every one, equal those of
+# the independent decode of as many tokens; the decode never stops early here (stop is None).
+@pytest.mark.parametrize("protocol,label", [("streaming", "h2o"), ("prefill", "h2o"), ("streaming", "full")])
+def test_generation_past_the_answer_equals_an_independent_decode(setup, protocol, label):
+    tokens = len(setup["sample"].answer_ids) + 6
+    if protocol == "streaming":
+        rule_of = (lambda trace: H2o(BUDGET)) if label == "h2o" else (lambda trace: H2o(10 ** 6))
+    else:
+        rule_of = lambda trace: FixedPrefill(task_loop.compressed_end(setup["sample"], protocol), trace["cache"].sets)
+    assert decode_failures(setup, protocol, label, rule_of, max_new_tokens=tokens) == []
+    assert len(run(setup, protocol, label, max_new_tokens=tokens).generated) == tokens
+
+
+def test_a_longer_decode_keeps_the_answers_tokens_metrics_and_log_probability(setup):
+    answer = len(setup["sample"].answer_ids)
+    for protocol, label in [("streaming", "snapkv"), ("prefill", "snapkv"), ("streaming", "opt-answer")]:
+        short, long = run(setup, protocol, label), run(setup, protocol, label, max_new_tokens=answer + 5)
+        assert long.generated[:answer] == short.generated, (protocol, label)
+        assert (long.exact_match, long.answer_logprob, long.first_wrong) == (
+            short.exact_match, short.answer_logprob, short.first_wrong), (protocol, label)
+        assert len(long.generated) == answer + 5
+
+
+def test_a_schedule_past_its_rows_keeps_its_last_cache_and_every_later_position():
+    last_step = np.array([[2, 4, 1, 4, 4]])  # n = 5: tokens 1, 3, 4 survive the last step
+    assert task_caches._keys_from_schedule(last_step, 3)[0].tolist() == [0, 1, 3]
+    assert task_caches._keys_from_schedule(last_step, 5)[0].tolist() == [1, 3, 4, 5]
+    assert task_caches._keys_from_schedule(last_step, 7)[0].tolist() == [1, 3, 4, 5, 6, 7]
 
 
 def test_streaming_decode_check_fails_on_a_broken_mask(setup, broken_mask):
@@ -467,6 +499,8 @@ def test_a_checkpoint_of_another_run_or_with_a_broken_line_is_refused(setup, tmp
     (["--lengths", "9000"], "length 9000: beyond the model's context of 8192 tokens"),
     (["--depths", "1.5"], "depth: expected a fraction in [0, 1], got 1.5"),
     (["--samples", "0"], "--samples: expected an integer >= 1, got 0"),
+    (["--max-new-tokens", "0"], "--max-new-tokens: expected an integer >= 1, got 0"),
+    (["--lengths", "8000", "--max-new-tokens", "300"], "exceed the model's context of 8192 tokens"),
     (["--tasks", "vt", "--lengths", "8192"], "does not fit after the 8189-token prompt"),
     (["--protocol", "decode"], "--protocol: expected of streaming, prefill, prefill-question, got 'decode'"),
     (["--policies", "h2o-oracle"], "policy"),
