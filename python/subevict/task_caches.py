@@ -73,11 +73,8 @@ def _keys_from_schedule(last_step, i):
     {j : t_j = n - 1} and every position from n to i."""
     import torch
 
-    n = last_step.shape[1]
-    m = min(i, n)
-    return [torch.cat([torch.from_numpy(np.flatnonzero(row[:m] + 1 >= m)), torch.arange(n, i + 1)]) if i > n
-            else torch.cat([torch.from_numpy(np.flatnonzero(row[:i] + 1 >= i)), torch.tensor([i])])
-            for row in last_step]
+    m = min(i, last_step.shape[1])  # the step whose cache query i starts from
+    return [torch.cat([torch.from_numpy(np.flatnonzero(row[:m] + 1 >= m)), torch.arange(m, i + 1)]) for row in last_step]
 
 
 def _top_keys(weights, count):

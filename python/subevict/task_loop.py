@@ -148,7 +148,7 @@ def run_one(model, sample, protocol, label, budget, budget_size, full, evict_lay
     generated = predicted[:wrong + 1]
     # From the first wrong token on, or past the answer's last row, the decode goes on with the cache.
     start = min(wrong, len(answer) - 1)
-    if len(generated) < limit and not (stop is not None and start == len(answer) - 1 and generated[-1] == stop):
+    if len(generated) < limit and not (len(generated) == len(answer) and generated[-1] == stop):
         for layer in evict_layers:
             cache.resume(layer, tape, prompt + start)
         generated += decode(model, tape, prompt + start, predicted[start], limit - 1 - start, cache.keys,
@@ -240,7 +240,7 @@ def closed_loop_tasks(model, samples, policies="h2o,tova,snapkv,opt,opt-answer,t
     evict_layers = evicting_layers(model, layers)
     stop = None
     if max_new_tokens is not None:
-        stop = models_module.config_of(models_module.open_gguf(model.path)).get("eos_token_id")
+        stop = models_module.config_of(model.reader).get("eos_token_id")
         stop = None if stop is None else int(stop)
     progress = Progress("task loop", len(samples) * len(protocols) * (1 + len(labels) * len(budgets)), "run",
                         quiet=quiet)

@@ -222,6 +222,18 @@ def test_a_longer_decode_keeps_the_answers_tokens_metrics_and_log_probability(se
         assert len(long.generated) == answer + 5
 
 
+def test_a_longer_decode_stops_after_the_stop_token_once_the_answers_length_is_reached(setup):
+    answer = len(setup["sample"].answer_ids)
+    for protocol in ("streaming", "prefill"):
+        whole = run(setup, protocol, "h2o", max_new_tokens=answer + 6).generated
+        for stop in (whole[0], whole[answer - 1], whole[answer]):  # the answer's first, its last, one past it
+            end = next((j for j in range(answer - 1, len(whole)) if whole[j] == stop), len(whole) - 1)
+            stopped = task_loop.run_one(setup["model"], setup["sample"], protocol, "h2o", BUDGET, BUDGET,
+                                        setup["full"], setup["layers"], setup["tokenizer"], 0,
+                                        max_new_tokens=answer + 6, stop=stop).generated
+            assert stopped == whole[:end + 1], (protocol, stop)
+
+
 def test_a_schedule_past_its_rows_keeps_its_last_cache_and_every_later_position():
     last_step = np.array([[2, 4, 1, 4, 4]])  # n = 5: tokens 1, 3, 4 survive the last step
     assert task_caches._keys_from_schedule(last_step, 3)[0].tolist() == [0, 1, 3]
