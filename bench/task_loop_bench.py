@@ -72,9 +72,9 @@ def main():
             cache.keep, cache.resume = timed_keep, timed_resume
             return cache
 
-        def timed_decode(*b):
+        def timed_decode(*b, **kw):
             t = time.monotonic()
-            out = decode(*b)
+            out = decode(*b, **kw)
             spent["decode"] += time.monotonic() - t
             spent["steps"] += len(out)
             return out

@@ -104,15 +104,16 @@ CausalWeightTiles::CausalWeightTiles(const ConstHeadMap& q, const ConstHeadMap& 
   prepare();
 }
 
-std::vector<double> CausalWeightTiles::column_sums(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
-                                                   int first_row, CpuPath path) {
+void CausalWeightTiles::for_each_row_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
+                                           int first_row, const std::function<void(const RowBlock&)>& visit,
+                                           CpuPath path) {
   const CausalWeightTiles head(q, k, scale, path);
   const int n = head.n_;
   if (first_row < 0 || first_row > n) {
-    throw std::invalid_argument("CausalWeightTiles::column_sums: first_row " + std::to_string(first_row) +
-                                " outside [0, " + std::to_string(n) + "]");
+    throw std::invalid_argument("CausalWeightTiles: first_row " + std::to_string(first_row) + " outside [0, " +
+                                std::to_string(n) + "]");
   }
-  std::vector<double> sums(std::size_t(n), 0.0), scratch, block;
+  std::vector<double> scratch, block;
   std::vector<double> top(kRowBlock), total(kRowBlock);
   for (int row0 = first_row / kRowBlock * kRowBlock; row0 < n; row0 += kRowBlock) {
     // Scores come in whole chunks of keys; the keys after the block's last row are never seen.
@@ -144,14 +145,27 @@ std::vector<double> CausalWeightTiles::column_sums(const ConstHeadMap& q, const 
       const double* column = block.data() + std::size_t(j) * kRowBlock;
       for (int r = 0; r < kRowBlock; ++r) total[r] += column[r];
     }
-    for (int r = 0; r < kRowBlock; ++r) total[r] = r < rows && row0 + r >= first_row ? 1.0 / total[r] : 0.0;
-    for (int j = 0; j < seen; ++j) {
-      const double* column = block.data() + std::size_t(j) * kRowBlock;
-      double sum = sums[std::size_t(j)];
-      for (int r = 0; r < kRowBlock; ++r) sum += column[r] * total[r];
-      sums[std::size_t(j)] = sum;
-    }
+    for (int r = 0; r < kRowBlock; ++r) total[r] = r < rows ? 1.0 / total[r] : 0.0;
+    visit(RowBlock{row0, rows, seen, block.data(), total.data()});
   }
+}
+
+std::vector<double> CausalWeightTiles::column_sums(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
+                                                   int first_row, CpuPath path) {
+  std::vector<double> sums(std::size_t(q.rows()), 0.0), weight(kRowBlock);
+  for_each_row_block(
+      q, k, scale, first_row,
+      [&](const RowBlock& b) {
+        // Rows before first_row (in the first block) weigh 0.
+        for (int r = 0; r < kRowBlock; ++r) weight[r] = b.first_row + r >= first_row ? b.inverse_total[r] : 0.0;
+        for (int j = 0; j < b.keys; ++j) {
+          const double* column = b.exps + std::size_t(j) * kRowBlock;
+          double sum = sums[std::size_t(j)];
+          for (int r = 0; r < kRowBlock; ++r) sum += column[r] * weight[r];
+          sums[std::size_t(j)] = sum;
+        }
+      },
+      path);
   return sums;
 }
 

@@ -15,6 +15,7 @@
 /// score_tile_avx2) and the portable Eigen product; they agree within exact_rows_tolerance's
 /// log_normalizer bound on L_i and a relative 2 · that bound on each weight.
 
+#include <functional>
 #include <vector>
 
 #include "core/cpu_path.hpp"
@@ -56,6 +57,28 @@ class CausalWeightTiles {
   /// row block's scores (kRowBlock · n doubles).
   [[nodiscard]] static std::vector<double> column_sums(const ConstHeadMap& q, const ConstHeadMap& k, double scale,
                                                        int first_row, CpuPath path = active_cpu_path());
+
+  /// One block of exact causal rows as for_each_row_block passes it: rows [first_row, first_row +
+  /// rows), keys [0, keys) with keys = first_row + rows; a_ij = exps[(j · kRowBlock) + (i −
+  /// first_row)] · inverse_total[i − first_row], the exps exactly 0 for j > i. Views valid during
+  /// the visit only.
+  struct RowBlock {
+    int first_row = 0, rows = 0, keys = 0;
+    const double* exps = nullptr;           ///< [key][row], kRowBlock rows per key
+    const double* inverse_total = nullptr;  ///< 1 / Σ_j exp(s_ij − m_i) per row of the block
+    /// a_ij. Preconditions: first_row ≤ i < first_row + rows, 0 ≤ j < keys.
+    [[nodiscard]] double weight(int i, int j) const {
+      return exps[std::size_t(j) * kRowBlock + std::size_t(i - first_row)] * inverse_total[i - first_row];
+    }
+  };
+
+  /// Calls visit(block) for the row blocks covering rows [first_row, n), in ascending order (the
+  /// first block starts at the kRowBlock multiple at or below first_row, so it may hold earlier
+  /// rows), each row's scores computed once (column_sums's pass and arithmetic). Throws as
+  /// column_sums. Cost O((n − first_row) n d), memory kRowBlock · n doubles.
+  static void for_each_row_block(const ConstHeadMap& q, const ConstHeadMap& k, double scale, int first_row,
+                                 const std::function<void(const RowBlock&)>& visit,
+                                 CpuPath path = active_cpu_path());
 
   /// n.
   [[nodiscard]] int size() const { return n_; }

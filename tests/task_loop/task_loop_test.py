@@ -54,16 +54,18 @@ def run(setup, protocol, label, budget=BUDGET, trace=None, max_new_tokens=None):
                              setup["layers"], setup["tokenizer"], 0, trace, max_new_tokens=max_new_tokens)
 
 
-def broken_keep(last_step):
+def broken_keep(last_step, out=None):
     """The keep mask with one key too many: every query from the first eviction on also sees the
-    key evicted first (a key outside G_i)."""
-    keep = models.keep_from_last_step(last_step).clone()
+    key evicted first (a key outside G_i); last_step of one KV head or several, as
+    models.keep_from_last_step takes it."""
+    keep = models.keep_from_last_step(last_step, out=out)
     t = torch.as_tensor(last_step, dtype=torch.int64)
-    for h in range(t.shape[0]):
-        evicted = torch.nonzero(t[h] < t.shape[1] - 1).view(-1)
+    n = t.shape[-1]
+    for row, mask in zip(t.reshape(-1, n), keep.view(-1, n, n)):
+        evicted = torch.nonzero(row < n - 1).view(-1)
         if len(evicted):
-            j = int(evicted[torch.argmin(t[h, evicted])])
-            keep[h, int(t[h, j]) + 2:, j] = True
+            j = int(evicted[torch.argmin(row[evicted])])
+            mask[int(row[j]) + 2:, j] = True
     return keep
 
 

@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "core/attention.hpp"
+#include "core/causal_weight_tiles.hpp"
+#include "core/cpu_path.hpp"
 #include "core/input_error.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 
@@ -38,12 +40,27 @@ template class TriangularGains<float>;
 template class TriangularGains<double>;
 
 template <class Scalar>
-TriangularGains<Scalar> triangular_gain_matrix(const HeadGroup& group, bool weight_by_value_norm) {
+TriangularGains<Scalar> triangular_gain_matrix(const HeadGroup& group, bool weight_by_value_norm, CpuPath path) {
   group.validate();
   const int n = group.tokens();
   TriangularGains<Scalar> out(n);
   Eigen::VectorXd weight = Eigen::VectorXd::Ones(n);
   if (weight_by_value_norm) weight = group.v.cast<double>().rowwise().norm();
+  if (group.window == 0 && path == CpuPath::kAvx2Fma) {
+    // Each row's scores once, on the AVX2 kernels (the row blocks of CausalWeightTiles).
+    for (const ConstHeadMap& q : group.q) {
+      CausalWeightTiles::for_each_row_block(q, group.k, group.scale, 0, [&](const CausalWeightTiles::RowBlock& b) {
+        for (int j = 0; j < b.keys; ++j) {
+          Scalar* column = out.column(j);  // column[i - j] is row i
+          const double* exps = b.exps + std::size_t(j) * CausalWeightTiles::kRowBlock;
+          for (int r = std::max(0, j - b.first_row); r < b.rows; ++r) {
+            column[b.first_row + r - j] += static_cast<Scalar>(exps[r] * b.inverse_total[r] * weight[j]);
+          }
+        }
+      }, path);
+    }
+    return out;
+  }
   constexpr int kBlockRows = 64;
   for (const ConstHeadMap& q : group.q) {
     for_each_attention_block(q, group.k, group.scale, kBlockRows,
@@ -62,8 +79,8 @@ TriangularGains<Scalar> triangular_gain_matrix(const HeadGroup& group, bool weig
   return out;
 }
 
-template TriangularGains<float> triangular_gain_matrix<float>(const HeadGroup&, bool);
-template TriangularGains<double> triangular_gain_matrix<double>(const HeadGroup&, bool);
+template TriangularGains<float> triangular_gain_matrix<float>(const HeadGroup&, bool, CpuPath);
+template TriangularGains<double> triangular_gain_matrix<double>(const HeadGroup&, bool, CpuPath);
 
 template <class Scalar>
 Eigen::VectorXd schedule_step_mass(const TriangularGains<Scalar>& gains,

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_path.hpp"
+
 #include "greedy/eviction/process/head_group.hpp"
 
 namespace subevict::greedy {
@@ -58,14 +60,20 @@ class TriangularGains {
 extern template class TriangularGains<float>;
 extern template class TriangularGains<double>;
 
-/// gain_matrix(group, weight_by_value_norm) (cache_schedule.hpp) stored as a TriangularGains,
-/// streamed from core/attention.hpp for_each_attention_block in blocks of rows: exact causal
-/// attention in double, summed over the group's query heads (in Scalar), times ‖v_j‖ when
-/// weight_by_value_norm. Never forms the n × n matrix: memory is the result plus 8 · 64 · n bytes.
-/// Throws as HeadGroup::validate. O(g n² d).
+/// gain_matrix(group, weight_by_value_norm) (cache_schedule.hpp) stored as a TriangularGains:
+/// exact causal attention in double, summed over the group's query heads (in Scalar), times ‖v_j‖
+/// when weight_by_value_norm. Never forms the n × n matrix: memory is the result plus 8 · 64 · n
+/// bytes. On `path` kAvx2Fma without a sliding window, each row's scores and exps come from the
+/// AVX2 kernels of core/causal_weight_tiles.hpp (for_each_row_block); otherwise (and whatever
+/// `path` says under a window) from core/attention.hpp for_each_attention_block's blocked GEMMs.
+/// The two paths agree within a relative 2 · exact_rows_tolerance(n, d, M).log_normalizer +
+/// gamma(n) per entry (the same weights, summed in another order, FMA, exp within 2 ulp), plus
+/// Scalar's rounding. Throws as HeadGroup::validate, and InputError for kAvx2Fma on a CPU without
+/// AVX2 and FMA. O(g n² d).
 template <class Scalar>
 [[nodiscard]] TriangularGains<Scalar> triangular_gain_matrix(const HeadGroup& group,
-                                                             bool weight_by_value_norm = false);
+                                                             bool weight_by_value_norm = false,
+                                                             CpuPath path = active_cpu_path());
 
 /// r_i = Σ_{j ∈ G_i} W_ij under `last_step` (schedule_step_mass for stored gains, same
 /// preconditions: std::invalid_argument when last_step is not a schedule of length n). O(Σ_j

@@ -19,35 +19,43 @@ def causal_keep(tokens, kv_heads, window=None):
     return keep.expand(kv_heads, tokens, tokens)
 
 
-def keep_from_last_step(last_step):
+def keep_from_last_step(last_step, out=None):
     """The keep mask of irreversible caches given by their schedules: last_step [kv_heads, n]
     (int; t_j = the last step whose cache S_i holds token j, j - 1 when evicted on arrival), so
     j is in S_i for i in [j, t_j] and query i attends over G_i = S_{i-1} + {i}: keep[h, i, j] =
-    (j == i) or (j < i <= t_j + 1)."""
+    (j == i) or (j < i <= t_j + 1). `out`: a contiguous bool tensor of the result's shape to
+    fill instead of a new one (a worker thread filling its KV head's slice)."""
     import torch
 
     t = torch.as_tensor(last_step, dtype=torch.int64)
     n = t.shape[-1]
-    step = torch.arange(n).view(n, 1)
-    token = torch.arange(n).view(1, n)
-    return (token == step) | ((token < step) & (step <= t.unsqueeze(-2) + 1))
+    keep = torch.le(torch.arange(n).view(n, 1), t.unsqueeze(-2) + 1, out=out).tril_()
+    keep.diagonal(dim1=-2, dim2=-1).fill_(True)
+    return keep
 
 
 def keep_from_sets(chosen, kv_heads, tokens):
     """The keep mask of reversible caches: chosen[h][i] holds the past tokens query i attends to
     besides itself (the per-step oracle's sets)."""
+    import torch
+
+    return torch.stack([keep_from_row_sets(chosen[h], tokens) for h in range(kv_heads)])
+
+
+def keep_from_row_sets(chosen, tokens):
+    """One KV head's keep_from_sets: bool [tokens, tokens] from chosen[i], the past tokens query i
+    attends to besides itself."""
     import numpy as np
     import torch
 
-    keep = torch.zeros(kv_heads, tokens, tokens, dtype=torch.bool)
+    keep = torch.zeros(tokens, tokens, dtype=torch.bool)
     index = torch.arange(tokens)
-    keep[:, index, index] = True
-    for h in range(kv_heads):
-        sizes = [len(members) for members in chosen[h]]
-        if sum(sizes):
-            rows = torch.from_numpy(np.repeat(np.arange(tokens), sizes))
-            columns = torch.from_numpy(np.concatenate(chosen[h]).astype(np.int64))
-            keep[h, rows, columns] = True
+    keep[index, index] = True
+    sizes = [len(members) for members in chosen]
+    if sum(sizes):
+        rows = torch.from_numpy(np.repeat(np.arange(tokens), sizes))
+        columns = torch.from_numpy(np.concatenate(chosen).astype(np.int64))
+        keep[rows, columns] = True
     return keep
 
 

@@ -1,16 +1,24 @@
 // Schedules of the irreversible process (greedy/cache_schedule.*) and the per-step oracle
-// (greedy/step_oracle.*), against brute force written here.
+// (greedy/step_oracle.*), against brute force written here; the stored triangular gains of both CPU
+// paths against the dense gain matrix.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <string>
 #include <functional>
 #include <vector>
 
+#include "core/cpu_path.hpp"
+#include "core/exact_attention_rows.hpp"
+#include "core/generator.hpp"
 #include "core/tolerance.hpp"
 #include "greedy/eviction/optimum/cache_dp.hpp"
 #include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/optimum/step_oracle.hpp"
+#include "greedy/eviction/process/head_group.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 
 namespace subevict::greedy {
@@ -125,6 +133,35 @@ RC_GTEST_PROP(StepOracle, SeveralBudgetsOnStoredGainsEqualOneAtATime, ()) {
     RC_ASSERT(oracles[b].total == one.total);
     RC_ASSERT(oracles[b].per_step == one.per_step);
     RC_ASSERT(oracles[b].chosen == (keep_sets ? one.chosen : std::vector<std::vector<int>>{}));
+  }
+}
+
+RC_GTEST_PROP(TriangularGains, EachCpuPathEqualsTheDenseGainMatrix, ()) {
+  // Heads over one to five row blocks of 64, with and without GQA and value-norm weights; a
+  // sliding window takes the portable rows whatever the path says.
+  const int n = *rc::gen::inRange(1, 330);
+  const Workload w = generate_workload(
+      spec_from_preset(*rc::gen::element<std::string>("tiny", "tiny-gqa"), n, 1, *rc::gen::inRange<std::uint64_t>(0, 1000)));
+  const int kv_head = *rc::gen::inRange(0, w.shape().kv_heads);
+  HeadGroup group = head_group(w, 0, kv_head);
+  if (*rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
+    group.window = *rc::gen::inRange(1, n + 1);
+  }
+  const bool weighted = *rc::gen::arbitrary<bool>();
+  const Eigen::MatrixXd want = gain_matrix(group, weighted);
+  const double magnitude = score_magnitude(group.q.front(), group.k, group.scale);
+  const double relative = 2.0 * exact_rows_tolerance(n, int(group.k.cols()), magnitude).log_normalizer + Tol<double>::sum(n);
+  const double norm = weighted ? group.v.cast<double>().rowwise().norm().maxCoeff() : 1.0;
+  for (CpuPath path : {CpuPath::kPortable, CpuPath::kAvx2Fma}) {
+    if (path == CpuPath::kAvx2Fma && !cpu_supports_avx2_fma()) continue;
+    const TriangularGains<double> got = triangular_gain_matrix<double>(group, weighted, path);
+    RC_ASSERT(got.size() == n);
+    for (int j = 0; j < n; ++j) {
+      for (int i = j; i < n; ++i) {
+        const double g = got.column(j)[i - j], a = want(i, j);
+        RC_ASSERT(std::abs(g - a) <= relative * a + 4 * group.group_size() * norm * DBL_MIN);
+      }
+    }
   }
 }
 
