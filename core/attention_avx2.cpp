@@ -487,33 +487,6 @@ SUBEVICT_AVX2 void score_tile_avx2(const double* queries, int panels, const doub
   }
 }
 
-SUBEVICT_AVX2 void gathered_dots_avx2(const double* rows, long d, const int* index, std::size_t count,
-                                      const double* vectors, int nvec, double* out) {
-  constexpr int kVectors = 4;  // vectors per pass over a row
-  for (int v0 = 0; v0 < nvec; v0 += kVectors) {
-    const int vs = std::min(kVectors, nvec - v0);
-    for (std::size_t e = 0; e < count; ++e) {
-      const double* row = rows + long(index[e]) * d;
-      __m256d sum[kVectors] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
-      long c = 0;
-      for (; c + 4 <= d; c += 4) {
-        const __m256d x = _mm256_loadu_pd(row + c);
-        for (int v = 0; v < vs; ++v) {
-          sum[v] = _mm256_fmadd_pd(x, _mm256_loadu_pd(vectors + long(v0 + v) * d + c), sum[v]);
-        }
-      }
-      for (int v = 0; v < vs; ++v) {
-        const double* vector = vectors + long(v0 + v) * d;
-        alignas(32) double lanes[4];
-        _mm256_store_pd(lanes, sum[v]);
-        double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-        for (long r = c; r < d; ++r) total += row[r] * vector[r];
-        out[std::size_t(v0 + v) * count + e] = total;
-      }
-    }
-  }
-}
-
 void exact_attention_rows_avx2(const float* q, const float* k, const float* v, int n, int d,
                                double scale, double* log_normalizer, double* output, int threads) {
   const Workspace w(k, v, n, d);

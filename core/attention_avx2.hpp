@@ -11,8 +11,6 @@
 #define SUBEVICT_HAVE_AVX2_KERNELS 1
 #endif
 
-#include <cstddef>
-
 namespace subevict::detail {
 
 /// Below this exponent the kernels' exp is exactly 0 (equals core/attention.hpp kLogMinNormal;
@@ -83,14 +81,6 @@ void sse2_order_score_block_avx2(const float* keys_t, int m, int d, int stride,
 void gathered_weighted_rows_avx2(const float* rows, int stride, const int* index, int count,
                                  const double* weights, int ldw, int queries, int d, double* out,
                                  int ldo);
-
-/// out[v · count + e] = <rows[index[e] · d ..], vectors[v · d ..]> for v < nvec, e < count: rows
-/// and vectors row-major, d doubles each, in double with FMA (per dot: four partial sums over the
-/// first 4 ⌊d / 4⌋ dimensions, added pairwise, then the rest one by one; the same bits for any
-/// nvec), each row read once for every vector. Preconditions: every index[e] a row of `rows`,
-/// d >= 0, nvec >= 1, a CPU with AVX2 and FMA.
-void gathered_dots_avx2(const double* rows, long d, const int* index, std::size_t count,
-                        const double* vectors, int nvec, double* out);
 #endif
 
 }  // namespace subevict::detail

@@ -66,10 +66,6 @@ class CausalWeightTiles {
     int first_row = 0, rows = 0, keys = 0;
     const double* exps = nullptr;           ///< [key][row], kRowBlock rows per key
     const double* inverse_total = nullptr;  ///< 1 / Σ_j exp(s_ij − m_i) per row of the block
-    /// a_ij. Preconditions: first_row ≤ i < first_row + rows, 0 ≤ j < keys.
-    [[nodiscard]] double weight(int i, int j) const {
-      return exps[std::size_t(j) * kRowBlock + std::size_t(i - first_row)] * inverse_total[i - first_row];
-    }
   };
 
   /// Calls visit(block) for the row blocks covering rows [first_row, n), in ascending order (the

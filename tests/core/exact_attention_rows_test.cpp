@@ -16,7 +16,6 @@
 #include "core/attention_avx2.hpp"
 #include "core/generator.hpp"
 #include "core/input_error.hpp"
-#include "core/tolerance.hpp"
 
 namespace subevict {
 namespace {
@@ -289,36 +288,6 @@ TEST(ExpFlushedAvx2, ExactAtZero) {
   EXPECT_TRUE(within_two_ulp(out[2], 0.5));
   EXPECT_GT(out[3], 0.0);
   EXPECT_EQ(out[4], 0.0);
-}
-#endif
-
-#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
-RC_GTEST_PROP(GatheredDots, SeveralVectorsEqualOneAtATimeAndTheDefinition, ()) {
-  // The expected_attention streaming rule takes every query head's dots in one pass, the learned
-  // policy's features one vector's: the same bits either way, within a dot product's rounding of
-  // the long-double definition.
-  if (!cpu_supports_avx2_fma()) RC_DISCARD("no AVX2 + FMA on this CPU");
-  const int rows = *rc::gen::inRange(1, 40), d = *rc::gen::inRange(0, 70), nvec = *rc::gen::inRange(1, 7);
-  const auto entry = rc::gen::map(rc::gen::inRange(-1000, 1001), [](int x) { return double(x) / 997.0; });
-  const auto data = *rc::gen::container<std::vector<double>>(std::size_t(rows) * d, entry);
-  const auto vectors = *rc::gen::container<std::vector<double>>(std::size_t(nvec) * d, entry);
-  const auto index = *rc::gen::container<std::vector<int>>(rc::gen::inRange(0, rows));  // repeats allowed
-  std::vector<double> all(std::size_t(nvec) * index.size()), one(index.size());
-  detail::gathered_dots_avx2(data.data(), d, index.data(), index.size(), vectors.data(), nvec, all.data());
-  for (int v = 0; v < nvec; ++v) {
-    detail::gathered_dots_avx2(data.data(), d, index.data(), index.size(), vectors.data() + std::size_t(v) * d, 1,
-                               one.data());
-    for (std::size_t e = 0; e < index.size(); ++e) {
-      RC_ASSERT(all[std::size_t(v) * index.size() + e] == one[e]);
-      long double want = 0, magnitude = 0;
-      for (int c = 0; c < d; ++c) {
-        const long double x = (long double)data[std::size_t(index[e]) * d + c] * vectors[std::size_t(v) * d + c];
-        want += x;
-        magnitude += std::fabs(x);
-      }
-      RC_ASSERT(std::fabs(one[e] - want) <= Tol<double>::sum(std::size_t(d)) * magnitude);
-    }
-  }
 }
 #endif
 

@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "core/attention_avx2.hpp"
-#include "core/cpu_path.hpp"
 #include "core/input_error.hpp"
 #include "greedy/eviction/policies/policy_support.hpp"
 
@@ -123,7 +121,7 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
     const std::size_t g = in.q.size();
     const Eigen::Index m = Eigen::Index(members.size());
     const double c = in.scale, count = double(count_);
-    bring_up_all(members);
+    for (const Token t : members) bring_up(t);
     std::vector<Eigen::VectorXd> p(g, Eigen::VectorXd(m));
     for (std::size_t h = 0; h < g; ++h) {
       Eigen::VectorXd& z = p[h];
@@ -137,47 +135,6 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
       z /= z.sum();
     }
     write_scores(members, p);
-  }
-  /// bring_up of every member; those one query behind (the members of the last scoring) take that
-  /// query in one pass per query head, on the AVX2 path through the gathered dot kernel.
-  void bring_up_all(const std::vector<Token>& members) {
-    behind_.clear();
-    for (const Token t : members) {
-      if (summed_[std::size_t(t)] >= 0 && summed_[std::size_t(t)] == count_ - 1) {
-        behind_.push_back(t);
-      } else {
-        bring_up(t);
-      }
-    }
-    if (behind_.empty()) return;
-    const long d = long(keys_.cols());
-    const std::size_t g = queries_.size(), count = behind_.size();
-    dots_.resize(g * count);
-    if (active_cpu_path() == CpuPath::kAvx2Fma) {
-#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
-      last_queries_.resize(g * std::size_t(d));  // each head's last query, one after the other
-      for (std::size_t h = 0; h < g; ++h) {
-        std::copy_n(queries_[h].data() + std::size_t(count_ - 1) * std::size_t(d), d, last_queries_.data() + h * d);
-      }
-      detail::gathered_dots_avx2(keys_.data(), d, behind_.data(), count, last_queries_.data(), int(g), dots_.data());
-#endif
-    } else {
-      for (std::size_t h = 0; h < g; ++h) {
-        const Eigen::Map<const Eigen::VectorXd> q(queries_[h].data() + std::size_t(count_ - 1) * std::size_t(d), d);
-        for (std::size_t e = 0; e < count; ++e) {
-          dots_[h * count + e] = q.dot(Eigen::Map<const Eigen::VectorXd>(keys_.row(behind_[e]).data(), d));
-        }
-      }
-    }
-    for (std::size_t h = 0; h < g; ++h) {
-      const double* x = dots_.data() + h * count;
-      for (std::size_t e = 0; e < count; ++e) {
-        const std::size_t j = std::size_t(behind_[e]);
-        dot_[h][j] += x[e];
-        square_[h][j] += x[e] * x[e];
-      }
-    }
-    for (const Token t : behind_) summed_[std::size_t(t)] = count_;
   }
   /// Token t's sums over every query seen: started from the moments (Σ q and Σ q qᵀ) the first
   /// time, then the queries seen since added one by one (query c is step s + c).
@@ -237,9 +194,6 @@ class ExpectedAttentionPolicy final : public SetScoredPolicy<ExpectedAttentionPo
   /// Without pre-RoPE tensors, per query head the queries seen in double, query c at [c d, (c + 1) d).
   std::vector<std::vector<double>> queries_;
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> keys_;  ///< the rows' keys in double
-  std::vector<Token> behind_;  ///< bring_up_all's scratch: the members one query behind
-  std::vector<double> dots_;   ///< and their dots with that query, head by head
-  std::vector<double> last_queries_;  ///< and that query of each head (AVX2 path)
 };
 
 }  // namespace subevict::greedy::policies

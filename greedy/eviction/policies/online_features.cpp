@@ -9,6 +9,9 @@
 #include "core/cpu_path.hpp"
 #include "core/input_error.hpp"
 
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+#include <immintrin.h>
+#endif
 #include "greedy/eviction/policies/policy_support.hpp"
 
 namespace subevict::greedy::policies {
@@ -28,6 +31,32 @@ const std::array<std::string_view, kOnlineFeatureCount>& online_feature_names() 
                                                                           "kv_head"};
   return names;
 }
+
+namespace {
+
+#if defined(SUBEVICT_HAVE_AVX2_KERNELS)
+/// out[e] = <rows[index[e] · d ..], vector> for e < count, in AVX2 + FMA (four partial sums, the
+/// tail scalar). Raw pointers, no Eigen: nothing here can be merged with baseline code.
+/// Precondition: a CPU with AVX2 and FMA.
+__attribute__((target("avx2,fma"))) void gathered_dots_avx2(const double* rows, long d,
+                                                            const Token* index, std::size_t count,
+                                                            const double* vector, double* out) {
+  for (std::size_t e = 0; e < count; ++e) {
+    const double* row = rows + long(index[e]) * d;
+    __m256d sum = _mm256_setzero_pd();
+    long c = 0;
+    for (; c + 4 <= d; c += 4)
+      sum = _mm256_fmadd_pd(_mm256_loadu_pd(row + c), _mm256_loadu_pd(vector + c), sum);
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, sum);
+    double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; c < d; ++c) total += row[c] * vector[c];
+    out[e] = total;
+  }
+}
+#endif
+
+}  // namespace
 
 OnlineFeatures::OnlineFeatures(OnlineFeatureOptions options) : options_(options) {
   if (options_.window < 1)
@@ -180,8 +209,8 @@ void OnlineFeatures::fill() {
   dots_.resize(members_.size());
 #if defined(SUBEVICT_HAVE_AVX2_KERNELS)
   if (active_cpu_path() == CpuPath::kAvx2Fma) {
-    detail::gathered_dots_avx2(keys_.data(), long(keys_.cols()), members_.data(), members_.size(),
-                       unit_key_sum_.data(), 1, dots_.data());
+    gathered_dots_avx2(keys_.data(), long(keys_.cols()), members_.data(), members_.size(),
+                       unit_key_sum_.data(), dots_.data());
   } else
 #endif
   {
