@@ -4,7 +4,7 @@
 
     learn_policy.py train --workload W.safetensors -o model.json [--budgets 0.05,0.1,0.2,0.5]
         [--layers all] [--steps-per-head 48] [--hidden 16] [--activation relu] [--target evicted]
-        [--per-layer] [--features a,b,...]
+        [--per-layer] [--features a,b,...] [--dagger-rounds 0 --dagger-horizon 512 --dagger-budgets ...]
     learn_policy.py evaluate --model model.json --workload W.safetensors [--policies h2o,...]
         [--budgets ...] [--layers all] -o results.json
     learn_policy.py closed-loop --model model.json --gguf MODEL.gguf --text-file TEXT --tokens N
@@ -14,8 +14,11 @@ train: for every (layer, KV head) and budget the exact offline optimum (subevict
 flow) gives its schedule; the online features along that schedule (subevict.feature_trace, about
 --steps-per-head full steps per head and budget, evenly spaced) and the member the optimum evicts
 at each are the data; subevict.learned.train fits the ranking net (seeded, deterministic) and the
-model file is written with its provenance. evaluate: open-loop retained mass / OPT of the learned
-policy and the built-ins on a workload the model never saw. closed-loop: perplexity with each cache
+model file is written with its provenance. With --dagger-rounds R, R rounds of DAgger follow: the
+learned policy runs, the member the optimum of the next --dagger-horizon steps evicts from each of
+its recorded caches is added to the data, and the net is trained again on all of it. evaluate:
+open-loop retained mass / OPT of the learned policy and the built-ins on a workload the model
+never saw. closed-loop: perplexity with each cache
 in the model's forward (subevict.closed_loop), with every token's log-probability for the bootstrap.
 Run with the project's .venv/bin/python (torch for training and the closed loop).
 """
@@ -31,7 +34,7 @@ import time
 import numpy as np
 
 import subevict
-from subevict import learned
+from subevict import _subevict, learned
 from subevict.models.gguf_file import file_sha256
 from subevict.progress import Progress
 
@@ -65,12 +68,50 @@ def optimum_traces(w, layers, budgets, steps_per_head, quiet=False):
     return out
 
 
-def train_model(w, layers, budgets, steps_per_head, hidden, per_layer, features, seed, provenance, quiet=False,
-                activation="relu", target="evicted"):
-    """The model document trained on `w`'s optimum traces, with its top-1 agreement with the
-    optimum on its own training steps in its provenance."""
-    return train_on(optimum_traces(w, layers, budgets, steps_per_head, quiet), layers, hidden, per_layer, features,
-                    seed, provenance, activation, target)
+def on_policy_traces(w, model_path, layers, budgets, steps_per_head, horizon, quiet=False):
+    """DAgger's data: feature traces along the learned policy's own run (model_path) for every
+    (layer, KV head, budget), each recorded step labelled with the member of the policy's G_i that
+    the exact optimum of the next `horizon` steps, started from that cache, evicts
+    (_subevict.optimal_victims: the optimum's decision from the states the policy's own choices lead
+    to, which traces along the optimum's schedule never show). Items as optimum_traces'; a trace's
+    last_step is the policy's, so its lifetimes are not the optimum's (the evicted target only)."""
+    n = w.shape["tokens"]
+    out = []
+    progress = Progress("on-policy traces", len(layers) * w.shape["kv_heads"], "head", quiet=quiet)
+    for layer in layers:
+        for h in range(w.shape["kv_heads"]):
+            gains = subevict.gain_matrix(w, layer, h)
+            for budget in budgets:
+                k = subevict.budget_size(float(budget), n, "learn_policy")
+                every = max(1, (n - k) // max(steps_per_head, 1))
+                trace = subevict.feature_trace(w, layer, h, k, policy=f"learned:model={model_path}", every=every,
+                                               **FEATURE_OPTIONS)
+                offsets, tokens = trace["offsets"], trace["tokens"]
+                victims = _subevict.optimal_victims(gains, trace["steps"].tolist(), offsets.tolist(), tokens.tolist(),
+                                                    int(horizon))
+                rows = [int(np.flatnonzero(tokens[offsets[s]:offsets[s + 1]] == v)[0]) for s, v in enumerate(victims)]
+                out.append((layer, h, budget, dict(trace, evicted_row=np.asarray(rows, dtype=np.int32))))
+            progress.advance()
+    return out
+
+
+def dagger(data, w, layers, budgets, steps_per_head, horizon, rounds, train, quiet=False):
+    """`rounds` rounds of DAgger from the optimum's traces `data`: train(data) gives a model
+    document; each round records on_policy_traces along the current model, appends them to the
+    data and trains again on the whole. Returns the last model."""
+    import tempfile
+
+    model = train(data)
+    for round_ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.json")
+            learned.write_model(model, path)
+            data = data + on_policy_traces(w, path, layers, budgets, steps_per_head, horizon, quiet)
+        model = train(data)
+        if not quiet:
+            print(f"learn_policy: DAgger round {round_ + 1}/{rounds}: {model['provenance']['training_steps']} steps",
+                  file=sys.stderr)
+    return model
 
 
 def train_on(data, layers, hidden, per_layer, features, seed, provenance, activation="relu", target="evicted"):
@@ -120,6 +161,11 @@ def main(argv=None):
     t.add_argument("--per-layer", action="store_true", help="one net per layer instead of one shared net")
     t.add_argument("--features", default="", help="the features used (default all), comma-separated")
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--dagger-rounds", type=int, default=0,
+                   help="rounds of DAgger: add the optimum's decisions from the learned policy's own states")
+    t.add_argument("--dagger-horizon", type=int, default=512,
+                   help="steps the optimum of a DAgger label looks ahead from the policy's cache")
+    t.add_argument("--dagger-budgets", default="", help="the budgets of the DAgger rounds (default --budgets)")
     t.add_argument("-o", "--output", required=True)
     e = sub.add_parser("evaluate", help="open-loop mass / OPT on a workload")
     e.add_argument("--model", required=True)
@@ -152,9 +198,24 @@ def main(argv=None):
                           "budgets": budgets, "steps_per_head": args.steps_per_head, "hidden": args.hidden,
                           "activation": args.activation, "target": args.target, "per_layer": args.per_layer,
                           "seed": args.seed}
-            model = train_model(w, parse_layers(args.layers, w.shape["layers"]), budgets, args.steps_per_head,
-                                args.hidden, args.per_layer, features, args.seed, provenance,
-                                activation=args.activation, target=args.target)
+            layers = parse_layers(args.layers, w.shape["layers"])
+            if args.dagger_rounds < 0 or args.dagger_horizon < 1:
+                raise subevict.InputError("learn_policy: --dagger-rounds, --dagger-horizon: expected >= 0 and >= 1")
+            if args.dagger_rounds and args.target != "evicted":
+                raise subevict.InputError("learn_policy: --dagger-rounds: expected --target evicted (on-policy "
+                                          "traces carry the optimum's decisions, not its lifetimes)")
+            dagger_budgets = (subevict.parse_budgets(args.dagger_budgets, "learn_policy", "--dagger-budgets")
+                              if args.dagger_budgets else budgets)
+            if args.dagger_rounds:
+                provenance.update(dagger_rounds=args.dagger_rounds, dagger_horizon=args.dagger_horizon,
+                                  dagger_budgets=dagger_budgets)
+
+            def fit(data):
+                return train_on(data, layers, args.hidden, args.per_layer, features, args.seed, provenance,
+                                args.activation, args.target)
+
+            model = dagger(optimum_traces(w, layers, budgets, args.steps_per_head), w, layers, dagger_budgets,
+                           args.steps_per_head, args.dagger_horizon, args.dagger_rounds, fit)
             learned.write_model(model, args.output)
             print(f"learn_policy: trained on {model['provenance']['training_steps']} steps, top-1 agreement with "
                   f"the optimum {model['provenance']['training_top1']:.3f}; wrote {args.output}", file=sys.stderr)

@@ -1,5 +1,7 @@
 // The offline optimum (min-cost flow), the per-step oracle U_i and the gain matrix W of one
 // (layer, KV head): every call into greedy/eviction/optimum/ goes through this file (optimum.hpp).
+#include <algorithm>
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -10,6 +12,7 @@
 #include "greedy/eviction/optimum/offline_optimum.hpp"
 #include "greedy/eviction/optimum/shared_columns.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
+#include "greedy/eviction/policies/lookahead.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "optimum.hpp"
@@ -279,6 +282,51 @@ void bind_optimum(nb::module_& m) {
       "gains"_a, "budget"_a, "keep_sets"_a = false,
       "The per-step reversible oracle U_i = W_ii + (the k largest W_ij, j < i): an upper bound on every schedule, "
       "step by step. Returns {'total', 'per_step', 'chosen' (keep_sets: the chosen past tokens of each step)}.");
+
+  m.def(
+      "optimal_victims",
+      [](const AnyArray& gains_array, const std::vector<int>& steps, const std::vector<int>& offsets,
+         const std::vector<int>& tokens, int horizon) {
+        const Eigen::MatrixXd gains = to_matrix(gains_array, "optimal_victims", "gains");
+        const int n = static_cast<int>(gains.rows());
+        if (horizon < 1) throw InputError("optimal_victims", "horizon", "an integer >= 1", std::to_string(horizon));
+        if (offsets.size() != steps.size() + 1 || offsets.front() != 0 || offsets.back() != int(tokens.size())) {
+          throw InputError("optimal_victims", "offsets",
+                           "len(steps) + 1 entries from 0 to len(tokens) (" + std::to_string(tokens.size()) + ")",
+                           std::to_string(offsets.size()) + " entries");
+        }
+        std::vector<std::vector<greedy::Token>> members(steps.size());
+        for (std::size_t s = 0; s < steps.size(); ++s) {
+          if (steps[s] < 0 || steps[s] >= n || offsets[s + 1] <= offsets[s]) {
+            throw InputError("optimal_victims", "steps[" + std::to_string(s) + "]",
+                             "a step in [0, " + std::to_string(n) + ") with at least one member",
+                             std::to_string(steps[s]));
+          }
+          members[s].assign(tokens.begin() + offsets[s], tokens.begin() + offsets[s + 1]);
+          if (*std::min_element(members[s].begin(), members[s].end()) < 0) {
+            throw InputError("optimal_victims", "tokens of step " + std::to_string(steps[s]), "tokens >= 0",
+                             std::to_string(*std::min_element(members[s].begin(), members[s].end())));
+          }
+        }
+        std::vector<int> victims(steps.size());
+        {
+          nb::gil_scoped_release release;
+          for (std::size_t s = 0; s < steps.size(); ++s) {
+            try {
+              victims[s] = greedy::lookahead_victim(gains, members[s], steps[s], horizon);
+            } catch (const std::invalid_argument& e) {
+              throw InputError("optimal_victims", "tokens of step " + std::to_string(steps[s]),
+                               "distinct tokens <= the step", e.what());
+            }
+          }
+        }
+        return owned_array<int>(std::move(victims));
+      },
+      "gains"_a, "steps"_a, "offsets"_a, "tokens"_a, "horizon"_a,
+      "Per recorded step s (a feature trace's steps, offsets, tokens: G_i at step i = steps[s] is "
+      "tokens[offsets[s]:offsets[s+1]]), the member of G_i that the exact optimum of the next `horizon` steps, "
+      "started from that cache, evicts at step i (greedy::lookahead_victim; horizon >= n - 1 - i: the exact "
+      "optimal continuation of the whole run from that cache). int32 [S].");
 
   m.def(
       "schedule_value",

@@ -2,7 +2,9 @@
 the optimum's decisions ranks the optimum's evicted member lowest in most training steps (a learner
 that learns nothing does not), the C++ policy `learned:model=FILE` evicts what the NumPy model says
 on the same features, files from another format, version or feature set are refused naming the
-field, and scripts/learn_policy.py trains and evaluates from the command line.
+field, and scripts/learn_policy.py trains and evaluates from the command line. DAgger's labels:
+the optimal continuation's victim from a given cache (against exhaustive search), and one round
+of DAgger raising the net's agreement with those labels on the policy's own states.
 
     .venv/bin/python -m pytest -q tests/learned
 """
@@ -119,5 +121,107 @@ def test_the_script_trains_and_evaluates(workload, tmp_path):
     assert set(table) == {"h2o", "local", "learned"}
     for per_budget in table.values():
         assert 0.0 < per_budget["0.1"] <= 1.0 + 1e-9
+    dagger_path = tmp_path / "dagger.json"
+    r = run("train", "--workload", str(wpath), "--budgets", "0.1", "--hidden", "0", "--steps-per-head", "32",
+            "--dagger-rounds", "1", "--dagger-horizon", "32", "-o", str(dagger_path))
+    assert r.returncode == 0, r.stderr
+    dagger_doc = learned.read_model(dagger_path)
+    assert dagger_doc["provenance"]["dagger_rounds"] == 1 and dagger_doc["provenance"]["dagger_horizon"] == 32
+    assert dagger_doc["provenance"]["training_steps"] > doc["provenance"]["training_steps"]
     r = run("train", "--workload", str(wpath), "--features", "nonsense", "-o", str(tmp_path / "x.json"))
     assert r.returncode == 2 and "--features" in r.stderr and not (tmp_path / "x.json").exists()
+
+
+def best_continuation(gains, cache, step, k):
+    """Exhaustive search: the largest sum over the steps after `step` of the attention mass each
+    query keeps, for the irreversible process started with cache S_step = `cache`."""
+    n = gains.shape[0]
+    memo = {}
+
+    def value(kept, t):
+        if t == n:
+            return 0.0
+        key = (kept, t)
+        if key not in memo:
+            members = kept | {t}
+            gain = float(sum(gains[t, j] for j in members))
+            if len(members) <= k:
+                memo[key] = gain + value(members, t + 1)
+            else:
+                memo[key] = gain + max(value(members - {v}, t + 1) for v in members)
+        return memo[key]
+
+    return value(frozenset(cache), step + 1)
+
+
+def test_optimal_victims_start_the_best_continuation_by_exhaustive_search():
+    """optimal_victims with a horizon past the end: evicting its victim from G_i and going on
+    optimally is worth as much as the best choice of victim, by exhaustive search over every
+    continuation; a victim that is not (the newest, or the oldest, member) is caught on these
+    instances. A horizon of 1 is the best member for the next query alone."""
+    rng = np.random.default_rng(7)
+    n, k = 10, 3
+    newest_wrong = oldest_wrong = 0
+    for case in range(24):
+        gains = np.tril(rng.random((n, n)) ** 3)
+        steps, tokens, offsets = [], [], [0]
+        for i in range(k, n - 1):
+            members = sorted(rng.choice(i, k, replace=False).tolist()) + [i]
+            steps.append(i)
+            tokens += members
+            offsets.append(len(tokens))
+        victims = subevict._subevict.optimal_victims(gains, steps, offsets, tokens, n)
+        short = subevict._subevict.optimal_victims(gains, steps, offsets, tokens, 1)
+        for s, i in enumerate(steps):
+            members = tokens[offsets[s]:offsets[s + 1]]
+            assert victims[s] in members
+            values = {v: best_continuation(gains, set(members) - {v}, i, k) for v in members}
+            best = max(values.values())
+            assert values[victims[s]] >= best - 1e-9 * max(1.0, best), (case, i, values, victims[s])
+            newest_wrong += values[members[-1]] < best - 1e-9
+            oldest_wrong += values[members[0]] < best - 1e-9
+            next_row = {v: sum(gains[i + 1, j] for j in members if j != v) for v in members}
+            assert next_row[short[s]] >= max(next_row.values()) - 1e-12
+    assert newest_wrong > 10 and oldest_wrong > 10  # the instances tell those victims from the best one
+
+
+def test_optimal_victims_refuse_bad_input():
+    gains = np.tril(np.ones((6, 6)))
+    with pytest.raises(subevict.InputError, match="optimal_victims: tokens of step 3"):
+        subevict._subevict.optimal_victims(gains, [3], [0, 3], [0, 1, 4], 8)
+    with pytest.raises(subevict.InputError, match="optimal_victims: offsets"):
+        subevict._subevict.optimal_victims(gains, [3], [0, 2], [0, 1, 3], 8)
+    with pytest.raises(subevict.InputError, match="optimal_victims: horizon"):
+        subevict._subevict.optimal_victims(gains, [3], [0, 3], [0, 1, 3], 0)
+    with pytest.raises(subevict.InputError, match="optimal_victims: tokens of step 3"):
+        subevict._subevict.optimal_victims(gains, [3], [0, 3], [-1, 1, 3], 8)
+
+
+def test_dagger_labels_the_policys_own_states_and_training_on_them_agrees_more(workload, traces, model, tmp_path):
+    """One round of DAgger: the on-policy traces hold the learned policy's own caches (its recorded
+    decisions are the NumPy model's), each labelled with a member of that cache, the optimal
+    continuation's victim; retrained on the optimum's traces plus these, the net picks those labels
+    more often than before (a round whose labels were misplaced or dropped would not)."""
+    path = tmp_path / "model.json"
+    learned.write_model(model, path)
+    on_policy = learn_policy.on_policy_traces(workload, str(path), LAYERS, [0.1], 32, 64, quiet=True)
+    assert len(on_policy) == len(LAYERS) * workload.shape["kv_heads"]
+    for layer, head, _, t in on_policy:
+        sizes = np.diff(t["offsets"])
+        assert np.all((0 <= t["evicted_row"]) & (t["evicted_row"] < sizes))
+        np.testing.assert_array_equal(learned.decisions(model, t, layer), t["evicted"][t["steps"]])
+    data = [t[3] for t in on_policy]
+    layers = [t[0] for t in on_policy]
+    before = learned.top1(model, data, layers)
+    after = learn_policy.dagger(traces, workload, LAYERS, [0.1], 32, 64, 1,
+                                lambda d: learn_policy.train_on(d, LAYERS, 8, False, None, 0, {"seed": 0}), quiet=True)
+    assert learned.top1(after, data, layers) > before + 0.05, (before, learned.top1(after, data, layers))
+
+
+def test_the_script_refuses_dagger_with_the_lifetime_target(workload, tmp_path):
+    wpath = tmp_path / "w.safetensors"
+    subevict.write_workload(str(wpath), workload)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "learn_policy.py"), "train", "--workload",
+                        str(wpath), "--target", "lifetime", "--dagger-rounds", "1", "-o", str(tmp_path / "m.json")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "--dagger-rounds" in r.stderr and not (tmp_path / "m.json").exists()
