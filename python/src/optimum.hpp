@@ -20,12 +20,13 @@ namespace subevict::python {
 /// `oracle_sets` keeps the oracle's chosen sets; `schedules` (empty, or one list per budget) are
 /// valued on the same gains (HeadEvaluation::schedule_step_mass); `optimum_rows` (empty: every
 /// row) restricts the gains of oracle, optimum and schedules to those query rows
-/// (HeadEvaluationOptions::optimum_rows). Call without the GIL.
+/// (HeadEvaluationOptions::optimum_rows); `oracle` false skips the per-step oracle beside an optimum
+/// (HeadEvaluationOptions::oracle). Call without the GIL.
 std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int layer, int kv_head,
                                                 const std::vector<int>& budgets, greedy::OptimumMode mode,
                                                 double relative_gap, bool oracle_sets = false,
                                                 std::vector<std::vector<std::vector<int>>> schedules = {},
-                                                std::vector<int> optimum_rows = {});
+                                                std::vector<int> optimum_rows = {}, bool oracle = true);
 
 /// {'status', 'total', 'upper_bound', 'step_mass', 'last_step', 'arcs', 'nodes', 'seconds',
 /// 'message'}: every mass divided by `scale` (the group size g for `simulate`'s per-query-head

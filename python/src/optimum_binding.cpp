@@ -39,13 +39,14 @@ std::vector<greedy::HeadEvaluation> head_optima(const Workload& workload, int la
                                                 const std::vector<int>& budgets, greedy::OptimumMode mode,
                                                 double relative_gap, bool oracle_sets,
                                                 std::vector<std::vector<std::vector<int>>> schedules,
-                                                std::vector<int> optimum_rows) {
+                                                std::vector<int> optimum_rows, bool oracle) {
   greedy::HeadEvaluationOptions options;
   options.schedules = std::move(schedules);
   options.optimum_rows = std::move(optimum_rows);
   options.optimum = mode;
   options.relative_gap = relative_gap;
   options.oracle_sets = oracle_sets;
+  options.oracle = oracle;
   return greedy::evaluate_head_budgets(workload, layer, kv_head, {}, budgets, options);
 }
 

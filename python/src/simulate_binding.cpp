@@ -151,7 +151,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
                       const std::vector<int>& layers, std::optional<std::vector<int>> kv_heads_arg,
                       const std::string& optimum_name, double gap, std::uint64_t seed, int horizon,
                       bool record_cache, bool overlap, std::optional<int> model_layer, bool oracle_sets,
-                      bool policy_mass_from_gains, std::optional<std::vector<int>> optimum_rows) {
+                      bool policy_mass_from_gains, std::optional<std::vector<int>> optimum_rows, bool oracle) {
   const Shape& shape = w.shape();
   if (horizon < 1) throw InputError("simulate", "horizon", "an integer >= 1", std::to_string(horizon));
   const greedy::OptimumMode optimum = greedy::parse_optimum_mode(optimum_name, "simulate");
@@ -233,11 +233,11 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
             decided[b].push_back(std::move(trace));
           }
         }
-        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets, std::move(schedules));
+        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets, std::move(schedules), {}, oracle);
       } else if (optimum != greedy::OptimumMode::kNone) {
         nb::gil_scoped_release release;
         // Every budget of the head in one solve, as `subevict simulate` runs each (layer, KV head).
-        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets, {}, rows);
+        optima = head_optima(w, layer, kv, budgets, optimum, gap, oracle_sets, {}, rows, oracle);
       }
       for (std::size_t b = 0; b < budgets.size(); ++b) {
         const int k = budgets[b];
@@ -330,7 +330,7 @@ nb::list run_simulate(const Workload& w, const nb::list& policy_list, const std:
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &run_simulate, "workload"_a, "policies"_a, "budgets"_a, "layers"_a, "kv_heads"_a.none(),
         "optimum"_a, "gap"_a, "seed"_a, "horizon"_a, "record_cache"_a, "overlap"_a, "model_layer"_a.none(),
-        "oracle_sets"_a = false, "policy_mass_from_gains"_a = false, "optimum_rows"_a = nb::none(),
+        "oracle_sets"_a = false, "policy_mass_from_gains"_a = false, "optimum_rows"_a = nb::none(), "oracle"_a = true,
         "The engine of subevict.simulate (see its docstring); arguments already normalized to lists. "
         "oracle_sets: each cell's oracle also holds its chosen sets ('chosen'; up to the stored-gains length). "
         "policy_mass_from_gains: where every policy is a built-in, an optimum is computed and the gains are "
@@ -338,7 +338,9 @@ void bind_simulate(nb::module_& m) {
         "(the same decisions; output_error and mean_output_error are None). "
         "optimum_rows: query rows R (indices in [0, n)); the oracle and the optimum are those of the gains restricted "
         "to R's rows (the optimum's 'total' and 'step_mass' count R's rows only; policy_mass_from_gains is then "
-        "ignored: the policies' masses are full rows, sum their 'retained_mass' over R).");
+        "ignored: the policies' masses are full rows, sum their 'retained_mass' over R). "
+        "oracle: False skips the per-step oracle beside an optimum flow or certified (each cell's 'oracle' is then "
+        "None), for a caller that reads the optimum alone.");
   m.def(
       "_set_threads", [](int threads) {
         if (threads < 1) throw InputError("_set_threads", "threads", "an integer >= 1", std::to_string(threads));

@@ -196,7 +196,7 @@ class StreamingSchedule:
 
         def one(h):  # on the worker threads, a KV head each, its mask included
             [cell] = _subevict._simulate(workload, [], [float(self.budget)], [0], [h], "flow", 1e-4, 0, 16,
-                                         False, False, int(layer), False, optimum_rows=self.rows)
+                                         False, False, int(layer), False, optimum_rows=self.rows, oracle=False)
             last = np.asarray(cell["optimum"]["last_step"], dtype=np.int64)
             keep_from_last_step(last, out=keep[h])
             return last, cell["optimum"]["total"]

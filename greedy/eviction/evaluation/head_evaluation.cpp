@@ -139,11 +139,13 @@ void add_stored_optima(const HeadGroup& group, const std::vector<int>& budgets, 
                        std::count(rows.begin(), rows.end(), char(1)) * kRowGainsFraction <= std::ptrdiff_t(rows.size());
   TriangularGains<Scalar> gains = by_rows ? row_gain_matrix<Scalar>(group, rows) : triangular_gain_matrix<Scalar>(group);
   // The oracle on the whole rows (its sets are the full rows' choice everywhere), then its mass on R.
-  const std::vector<StepOracle> oracles = step_oracles(gains, budgets, options.oracle_sets);
-  for (std::size_t b = 0; b < budgets.size(); ++b) {
-    out[b].oracle = oracles[b];
-    if (!rows.empty()) restrict_to_rows(out[b].oracle, rows);
-    out[b].has_oracle = true;
+  if (options.oracle || options.oracle_sets || options.optimum == OptimumMode::kOracle) {
+    const std::vector<StepOracle> oracles = step_oracles(gains, budgets, options.oracle_sets);
+    for (std::size_t b = 0; b < budgets.size(); ++b) {
+      out[b].oracle = oracles[b];
+      if (!rows.empty()) restrict_to_rows(out[b].oracle, rows);
+      out[b].has_oracle = true;
+    }
   }
   if (!rows.empty() && !by_rows) restrict_to_rows(gains, rows);
   for (std::size_t b = 0; b < options.schedules.size(); ++b) {

@@ -79,6 +79,10 @@ struct HeadEvaluationOptions {
   int stored_gains_tokens = kStoredGainsTokens;
   /// Keep the oracle's chosen sets (StepOracle::chosen) of every budget (stored gains only).
   bool oracle_sets = false;
+  /// Compute the per-step oracle beside an optimum of mode kFlow or kCertified on stored gains
+  /// (false: has_oracle false, for a caller that reads the optimum alone; mode kOracle and
+  /// oracle_sets compute it regardless).
+  bool oracle = true;
   /// Heads of more tokens than this store float gains (default kDoubleGainsTokens; a test lowers it
   /// to run the float path on a small head).
   int double_gains_tokens = -1;

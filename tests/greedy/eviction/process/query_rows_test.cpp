@@ -125,6 +125,28 @@ RC_GTEST_PROP(QueryRows, AllRowsGiveTodaysOptimumBitForBit, ()) {
   }
 }
 
+RC_GTEST_PROP(QueryRows, WithoutTheOracleTheOptimumIsTheSameBitForBit, ()) {
+  const int n = *rc::gen::inRange(1, 40);
+  const int k = *rc::gen::inRange(1, n + 1);
+  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
+  const Workload w = generate_workload(spec_from_preset("tiny-gqa", n, 1, seed));
+  HeadEvaluationOptions with;
+  if (*rc::gen::arbitrary<bool>()) {
+    with.optimum_rows = *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, n)));
+  }
+  HeadEvaluationOptions without = with;
+  without.oracle = false;
+  const HeadEvaluation a = optima(w, 1, k, with).front(), b = optima(w, 1, k, without).front();
+  RC_ASSERT(a.has_oracle);
+  RC_ASSERT(!b.has_oracle);
+  RC_ASSERT(b.has_optimum);
+  RC_ASSERT(a.optimum.value == b.optimum.value);
+  RC_ASSERT(a.optimum.last_step == b.optimum.last_step);
+  RC_ASSERT(a.optimum.step_mass == b.optimum.step_mass);
+  without.optimum = OptimumMode::kOracle;  // the oracle mode computes it regardless
+  RC_ASSERT(optima(w, 1, k, without).front().oracle.total == a.oracle.total);
+}
+
 RC_GTEST_PROP(QueryRows, TheRowOptimumBoundsEveryPolicyAndTheOptimumAndTheOracleBoundsIt, ()) {
   const int n = *rc::gen::inRange(8, 60);
   const int k = *rc::gen::inRange(1, n);
