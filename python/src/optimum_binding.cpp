@@ -13,6 +13,7 @@
 #include "greedy/eviction/optimum/shared_columns.hpp"
 #include "greedy/eviction/optimum/shared_optimum.hpp"
 #include "greedy/eviction/policies/lookahead.hpp"
+#include "greedy/eviction/process/cache_schedule.hpp"
 #include "greedy/eviction/process/triangular_gains.hpp"
 #include "greedy/eviction/process/head_group.hpp"
 #include "optimum.hpp"
@@ -289,6 +290,7 @@ void bind_optimum(nb::module_& m) {
       [](const AnyArray& gains_array, const std::vector<int>& steps, const std::vector<int>& offsets,
          const std::vector<int>& tokens, int horizon) {
         const Eigen::MatrixXd gains = to_matrix(gains_array, "optimal_victims", "gains");
+        greedy::validate_gains(gains, "optimal_victims");
         const int n = static_cast<int>(gains.rows());
         if (horizon < 1) throw InputError("optimal_victims", "horizon", "an integer >= 1", std::to_string(horizon));
         if (offsets.size() != steps.size() + 1 || offsets.front() != 0 || offsets.back() != int(tokens.size())) {

@@ -195,6 +195,8 @@ def test_optimal_victims_refuse_bad_input():
         subevict._subevict.optimal_victims(gains, [3], [0, 3], [0, 1, 3], 0)
     with pytest.raises(subevict.InputError, match="optimal_victims: tokens of step 3"):
         subevict._subevict.optimal_victims(gains, [3], [0, 3], [-1, 1, 3], 8)
+    with pytest.raises(subevict.InputError, match="optimal_victims"):
+        subevict._subevict.optimal_victims(np.ones((6, 5)), [3], [0, 3], [0, 1, 3], 8)
 
 
 def test_dagger_labels_the_policys_own_states_and_training_on_them_agrees_more(workload, traces, model, tmp_path):
