@@ -47,6 +47,11 @@ def parse_layers(text, count):
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def recording_interval(n, k, steps_per_head):
+    """feature_trace's `every` that records about steps_per_head of the n - k full steps at budget k."""
+    return max(1, (n - k) // max(steps_per_head, 1))
+
+
 def optimum_traces(w, layers, budgets, steps_per_head, quiet=False):
     """Feature traces along the optimum's schedule for every (layer, KV head, budget): a list of
     (layer, kv_head, budget, trace)."""
@@ -57,7 +62,7 @@ def optimum_traces(w, layers, budgets, steps_per_head, quiet=False):
         cells = subevict.simulate(w, [], budgets, layers=layer, optimum="flow")
         for cell in cells:
             k = cell["budget_size"]
-            every = max(1, (n - k) // max(steps_per_head, 1))
+            every = recording_interval(n, k, steps_per_head)
             trace = subevict.feature_trace(w, layer, cell["kv_head"], k, schedule=cell["optimum"]["last_step"],
                                            every=every, **FEATURE_OPTIONS)
             if not np.array_equal(trace["last_step"], cell["optimum"]["last_step"]):
@@ -83,7 +88,7 @@ def on_policy_traces(w, model_path, layers, budgets, steps_per_head, horizon, qu
             gains = subevict.gain_matrix(w, layer, h)
             for budget in budgets:
                 k = subevict.budget_size(float(budget), n, "learn_policy")
-                every = max(1, (n - k) // max(steps_per_head, 1))
+                every = recording_interval(n, k, steps_per_head)
                 trace = subevict.feature_trace(w, layer, h, k, policy=f"learned:model={model_path}", every=every,
                                                **FEATURE_OPTIONS)
                 offsets, tokens = trace["offsets"], trace["tokens"]

@@ -306,9 +306,10 @@ void bind_optimum(nb::module_& m) {
                              std::to_string(steps[s]));
           }
           members[s].assign(tokens.begin() + offsets[s], tokens.begin() + offsets[s + 1]);
-          if (*std::min_element(members[s].begin(), members[s].end()) < 0) {
+          const greedy::Token lowest = *std::min_element(members[s].begin(), members[s].end());
+          if (lowest < 0) {
             throw InputError("optimal_victims", "tokens of step " + std::to_string(steps[s]), "tokens >= 0",
-                             std::to_string(*std::min_element(members[s].begin(), members[s].end())));
+                             std::to_string(lowest));
           }
         }
         std::vector<int> victims(steps.size());
