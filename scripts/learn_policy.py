@@ -3,10 +3,12 @@
 (docs/learned_policy.md).
 
     learn_policy.py train --workload W.safetensors -o model.json [--budgets 0.05,0.1,0.2,0.5]
-        [--layers all] [--steps-per-head 48] [--hidden 16] [--activation relu] [--target evicted]
-        [--per-layer] [--features a,b,...] [--dagger-rounds 0 --dagger-horizon 512 --dagger-budgets ...]
+        [--layers all] [--steps-per-head 48] [--hidden 16] [--activation relu]
+        [--target evicted|lifetime|leaving] [--leaving-within 32] [--per-layer] [--features a,b,...] [--dagger-rounds 0 --dagger-horizon 512 --dagger-budgets ...]
     learn_policy.py evaluate --model model.json --workload W.safetensors [--policies h2o,...]
         [--budgets ...] [--layers all] -o results.json
+    learn_policy.py near-ties --workload W.safetensors [--budgets 0.05] [--layers 3,12,25]
+        [--steps-per-head 2] [--horizon 256] [--within 1,8,32,128] [--policy h2o] -o near_ties.json
     learn_policy.py closed-loop --model model.json --gguf MODEL.gguf --text-file TEXT --tokens N
         [--policies h2o,...] [--budgets ...] -o results.json
 
@@ -73,13 +75,15 @@ def optimum_traces(w, layers, budgets, steps_per_head, quiet=False):
     return out
 
 
-def on_policy_traces(w, model_path, layers, budgets, steps_per_head, horizon, quiet=False):
+def on_policy_traces(w, model_path, layers, budgets, steps_per_head, horizon, quiet=False, lifetimes=False):
     """DAgger's data: feature traces along the learned policy's own run (model_path) for every
     (layer, KV head, budget), each recorded step labelled with the member of the policy's G_i that
     the exact optimum of the next `horizon` steps, started from that cache, evicts
     (_subevict.optimal_victims: the optimum's decision from the states the policy's own choices lead
     to, which traces along the optimum's schedule never show). Items as optimum_traces'; a trace's
-    last_step is the policy's, so its lifetimes are not the optimum's (the evicted target only)."""
+    last_step is the policy's, so its lifetimes are not the optimum's. With `lifetimes` each trace
+    also carries "row_lifetime" (per row: the member's remaining lifetime under one optimum of that
+    window, 0 for the victim; window_lifetimes), which the leaving target reads instead."""
     n = w.shape["tokens"]
     out = []
     progress = Progress("on-policy traces", len(layers) * w.shape["kv_heads"], "head", quiet=quiet)
@@ -95,15 +99,26 @@ def on_policy_traces(w, model_path, layers, budgets, steps_per_head, horizon, qu
                 victims = _subevict.optimal_victims(gains, trace["steps"].tolist(), offsets.tolist(), tokens.tolist(),
                                                     int(horizon))
                 rows = [int(np.flatnonzero(tokens[offsets[s]:offsets[s + 1]] == v)[0]) for s, v in enumerate(victims)]
-                out.append((layer, h, budget, dict(trace, evicted_row=np.asarray(rows, dtype=np.int32))))
+                extra = {}
+                if lifetimes:
+                    row_lifetime = np.full(len(tokens), -1, dtype=np.int64)
+                    for s, step in enumerate(trace["steps"]):
+                        members = tokens[offsets[s]:offsets[s + 1]]
+                        order = np.argsort(members, kind="stable")
+                        row_lifetime[offsets[s] + order] = window_lifetimes(*window_gains(gains, step, members, horizon))
+                        if row_lifetime[offsets[s] + rows[s]] != 0:
+                            raise RuntimeError(f"the window optimum's victim differs at layer {layer} step {step}")
+                    extra["row_lifetime"] = row_lifetime
+                out.append((layer, h, budget, dict(trace, evicted_row=np.asarray(rows, dtype=np.int32), **extra)))
             progress.advance()
     return out
 
 
-def dagger(data, w, layers, budgets, steps_per_head, horizon, rounds, train, quiet=False):
+def dagger(data, w, layers, budgets, steps_per_head, horizon, rounds, train, quiet=False, lifetimes=False):
     """`rounds` rounds of DAgger from the optimum's traces `data`: train(data) gives a model
-    document; each round records on_policy_traces along the current model, appends them to the
-    data and trains again on the whole. Returns the last model."""
+    document; each round records on_policy_traces along the current model (with the windows'
+    lifetimes when `lifetimes`: the leaving target), appends them to the data and trains again on
+    the whole. Returns the last model."""
     import tempfile
 
     model = train(data)
@@ -111,7 +126,7 @@ def dagger(data, w, layers, budgets, steps_per_head, horizon, rounds, train, qui
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.json")
             learned.write_model(model, path)
-            data = data + on_policy_traces(w, path, layers, budgets, steps_per_head, horizon, quiet)
+            data = data + on_policy_traces(w, path, layers, budgets, steps_per_head, horizon, quiet, lifetimes)
         model = train(data)
         if not quiet:
             print(f"learn_policy: DAgger round {round_ + 1}/{rounds}: {model['provenance']['training_steps']} steps",
@@ -119,7 +134,75 @@ def dagger(data, w, layers, budgets, steps_per_head, horizon, rounds, train, qui
     return model
 
 
-def train_on(data, layers, hidden, per_layer, features, seed, provenance, activation="relu", target="evicted"):
+def window_gains(gains, step, members, horizon):
+    """optimal_victims's window at step i = `step`: the members of G_i (sorted; virtual tokens
+    0..m-1, present at its start) then the next `horizon` steps, each bringing its token. Returns
+    (window gains, m): its offline optimum at budget m - 1 evicts at virtual step m - 1 (step i)."""
+    members = np.sort(np.asarray(members, dtype=np.int64))
+    m = len(members)
+    future = min(int(horizon), gains.shape[0] - 1 - int(step))
+    real = int(step) + 1 + np.arange(future)
+    window = np.zeros((m + future, m + future))
+    window[m:, :m] = gains[np.ix_(real, members)]
+    window[m:, m:] = np.tril(gains[np.ix_(real, real)])
+    return window, m
+
+
+def window_lifetimes(window, m):
+    """Each member's remaining lifetime under one optimum of the window (window_gains): the steps it
+    stays after step i, 0 for the member evicted at step i (optimal_victims's victim)."""
+    return np.asarray(_subevict.offline_optimum(window, m - 1, certify=False)["last_step"][:m]) - (m - 2)
+
+
+def victim_regrets(gains, step, members, horizon):
+    """What each choice of victim at step i = `step` costs. The window is optimal_victims's: G_i =
+    `members` (distinct tokens <= step) at its start, then the next `horizon` steps. For each member
+    v, V(v) is the window optimum after evicting v at step i: the window's offline optimum with v's
+    gains set to 0 (a member worth nothing is evicted first without loss, and evicting v leaves the
+    others' choices free). Returns (regrets max_u V(u) - V(v) in the order of sorted(members), the
+    window's remaining lifetime of each member under one optimum (steps it stays after step i; 0:
+    leaves at i), and the members' summed gains over the window (the scale of the regrets))."""
+    window, m = window_gains(gains, step, members, horizon)
+    values = np.empty(m)
+    for v in range(m):
+        without = window.copy()
+        without[:, v] = 0.0
+        values[v] = _subevict.offline_optimum(without, m - 1, certify=False)["total"]
+    return values.max() - values, window_lifetimes(window, m), float(window[m:, :m].sum())
+
+
+def near_ties(w, layers, budget, steps_per_head, horizon, within, policy=None, quiet=False):
+    """For recorded steps along the optimum's schedule (or `policy`'s run) on every (layer, KV
+    head): how many members of G_i cost almost nothing to evict (regret <= 1e-3 of the members'
+    window mass), and the largest regret among the members one window optimum evicts within each
+    d of `within` steps. One row per step."""
+    n = w.shape["tokens"]
+    k = subevict.budget_size(float(budget), n, "learn_policy")
+    rows = []
+    progress = Progress("near ties", len(layers) * w.shape["kv_heads"], "head", quiet=quiet)
+    for layer in layers:
+        for h in range(w.shape["kv_heads"]):
+            gains = subevict.gain_matrix(w, layer, h)
+            source = (dict(policy=policy) if policy else
+                      dict(schedule=_subevict.offline_optimum(gains, k, certify=False)["last_step"]))
+            trace = subevict.feature_trace(w, layer, h, k, every=recording_interval(n, k, steps_per_head),
+                                           **source, **FEATURE_OPTIONS)
+            for s, step in enumerate(trace["steps"][:steps_per_head]):
+                members = trace["tokens"][trace["offsets"][s]:trace["offsets"][s + 1]]
+                regrets, lifetimes, mass = victim_regrets(gains, step, members, horizon)
+                scale = max(mass, np.finfo(float).tiny)
+                rows.append({"layer": layer, "kv_head": h, "step": int(step), "members": len(members),
+                             "zero_regret": int((regrets <= 1e-12 * scale).sum()),
+                             "near_ties": int((regrets <= 1e-3 * scale).sum()),
+                             "leaving": {str(d): {"members": int((lifetimes < d).sum()),
+                                                  "max_regret": float(regrets[lifetimes < d].max() / scale)}
+                                         for d in within}})
+            progress.advance()
+    return rows
+
+
+def train_on(data, layers, hidden, per_layer, features, seed, provenance, activation="relu", target="evicted",
+             leaving_within=32):
     """The model document trained on optimum traces `data` (optimum_traces' items): one shared net,
     or one per layer of `layers`."""
     groups = {None: data} if not per_layer else {layer: [d for d in data if d[0] == layer] for layer in layers}
@@ -127,11 +210,14 @@ def train_on(data, layers, hidden, per_layer, features, seed, provenance, activa
     for layer, items in groups.items():
         doc = learned.train([d[3] for d in items], feature_options=FEATURE_OPTIONS, hidden=hidden, features=features,
                             seed=seed, layers=None if layer is None else [layer], activation=activation,
-                            target=target)
+                            target=target, leaving_within=leaving_within)
         nets += doc["nets"]
     model = learned.model_document(nets, FEATURE_OPTIONS, **provenance)
     agreement = learned.top1(model, [d[3] for d in data], [d[0] for d in data])
     model["provenance"]["training_top1"] = agreement
+    if target == "leaving":
+        model["provenance"]["training_top1_leaving"] = learned.top1(model, [d[3] for d in data], [d[0] for d in data],
+                                                                    within=leaving_within)
     model["provenance"]["training_steps"] = int(sum(len(d[3]["steps"]) for d in data))
     return model
 
@@ -161,8 +247,11 @@ def main(argv=None):
     t.add_argument("--steps-per-head", type=int, default=48)
     t.add_argument("--hidden", type=int, default=16, help="width of the hidden layer (0: linear)")
     t.add_argument("--activation", choices=["relu", "tanh"], default="relu", help="the hidden layer's activation")
-    t.add_argument("--target", choices=["evicted", "lifetime"], default="evicted",
-                   help="fit the optimum's evicted member (listwise) or every member's remaining lifetime")
+    t.add_argument("--target", choices=["evicted", "lifetime", "leaving"], default="evicted",
+                   help="fit the optimum's evicted member (listwise), every member's remaining lifetime, or "
+                        "the set of members the optimum evicts within --leaving-within steps (listwise)")
+    t.add_argument("--leaving-within", type=int, default=32,
+                   help="the steps of the leaving target's set (1: the evicted target)")
     t.add_argument("--per-layer", action="store_true", help="one net per layer instead of one shared net")
     t.add_argument("--features", default="", help="the features used (default all), comma-separated")
     t.add_argument("--seed", type=int, default=0)
@@ -179,6 +268,15 @@ def main(argv=None):
     e.add_argument("--budgets", default="0.05,0.1,0.2,0.5")
     e.add_argument("--layers", default="all")
     e.add_argument("-o", "--output", required=True)
+    q = sub.add_parser("near-ties", help="how many members of G_i are near-optimal victims")
+    q.add_argument("--workload", required=True)
+    q.add_argument("--budgets", default="0.05", help="one budget")
+    q.add_argument("--layers", default="3,12,25")
+    q.add_argument("--steps-per-head", type=int, default=2)
+    q.add_argument("--horizon", type=int, default=256)
+    q.add_argument("--within", default="1,8,32,128", help="the leaving sets' steps, comma-separated")
+    q.add_argument("--policy", default="", help="record along this policy's run (default: the optimum's)")
+    q.add_argument("-o", "--output", required=True)
     c = sub.add_parser("closed-loop", help="perplexity with each cache in the model's forward")
     c.add_argument("--model", required=True)
     c.add_argument("--gguf", required=True)
@@ -202,13 +300,22 @@ def main(argv=None):
             provenance = {"workload": os.path.basename(args.workload), "workload_sha256": file_sha256(args.workload),
                           "budgets": budgets, "steps_per_head": args.steps_per_head, "hidden": args.hidden,
                           "activation": args.activation, "target": args.target, "per_layer": args.per_layer,
+                          **({"leaving_within": args.leaving_within} if args.target == "leaving" else {}),
                           "seed": args.seed}
             layers = parse_layers(args.layers, w.shape["layers"])
             if args.dagger_rounds < 0 or args.dagger_horizon < 1:
                 raise subevict.InputError("learn_policy: --dagger-rounds, --dagger-horizon: expected >= 0 and >= 1")
-            if args.dagger_rounds and args.target != "evicted":
-                raise subevict.InputError("learn_policy: --dagger-rounds: expected --target evicted (on-policy "
-                                          "traces carry the optimum's decisions, not its lifetimes)")
+            if args.leaving_within < 1:
+                raise subevict.InputError(f"learn_policy: --leaving-within: expected an integer >= 1, got "
+                                          f"{args.leaving_within}")
+            if args.dagger_rounds and args.target == "leaving" and args.leaving_within > args.dagger_horizon:
+                raise subevict.InputError(f"learn_policy: --leaving-within: expected at most --dagger-horizon "
+                                          f"({args.dagger_horizon}: the windows' lifetimes end there), got "
+                                          f"{args.leaving_within}")
+            if args.dagger_rounds and args.target == "lifetime":
+                raise subevict.InputError("learn_policy: --dagger-rounds: expected --target evicted or leaving "
+                                          "(on-policy traces carry the window optimum's decisions, not the whole "
+                                          "run's lifetimes)")
             dagger_budgets = (subevict.parse_budgets(args.dagger_budgets, "learn_policy", "--dagger-budgets")
                               if args.dagger_budgets else budgets)
             if args.dagger_rounds:
@@ -217,13 +324,27 @@ def main(argv=None):
 
             def fit(data):
                 return train_on(data, layers, args.hidden, args.per_layer, features, args.seed, provenance,
-                                args.activation, args.target)
+                                args.activation, args.target, args.leaving_within)
 
             model = dagger(optimum_traces(w, layers, budgets, args.steps_per_head), w, layers, dagger_budgets,
-                           args.steps_per_head, args.dagger_horizon, args.dagger_rounds, fit)
+                           args.steps_per_head, args.dagger_horizon, args.dagger_rounds, fit,
+                           lifetimes=args.target == "leaving")
             learned.write_model(model, args.output)
             print(f"learn_policy: trained on {model['provenance']['training_steps']} steps, top-1 agreement with "
                   f"the optimum {model['provenance']['training_top1']:.3f}; wrote {args.output}", file=sys.stderr)
+        elif args.command == "near-ties":
+            w = subevict.read_workload(args.workload)
+            try:
+                within = [int(d) for d in args.within.split(",") if d]
+            except ValueError:
+                within = []
+            if len(budgets) != 1 or args.steps_per_head < 1 or args.horizon < 1 or not within or min(within) < 1:
+                raise subevict.InputError("learn_policy: near-ties: expected one budget, --steps-per-head >= 1, "
+                                          "--horizon >= 1 and --within integers >= 1")
+            rows = near_ties(w, parse_layers(args.layers, w.shape["layers"]), budgets[0], args.steps_per_head,
+                             args.horizon, within, args.policy or None)
+            write_json({"workload": os.path.basename(args.workload), "budget": budgets[0], "horizon": args.horizon,
+                        "states": args.policy or "optimum", "steps": rows}, args.output)
         elif args.command == "evaluate":
             w = subevict.read_workload(args.workload)
             policies = [p for p in args.policies.split(",") if p]

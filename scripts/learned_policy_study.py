@@ -13,14 +13,15 @@ policy's per-step cost, bench/results/learned_policy.md; tanh is a variant), 32 
 Parts (each cached in OUT; --parts picks them, default all):
   train      traces of the optimum on GPL-3 (every layer, KV head and budget) and the models: the
              main one, a tanh one, a linear one, one net per layer, one fit to every member's remaining
-             lifetime under the optimum, and four ablations (a feature group left out)
+             lifetime under the optimum, one fit to the set of members the optimum evicts within 32
+             steps (the leaving target), and four ablations (a feature group left out)
   openloop   retained mass / OPT of every model and of h2o, tova, snapkv, streamingllm on every third
              layer of the three held-out exports (the main model on all three, the others on GFDL-1.3), and each model's
              top-1 agreement with the optimum on GFDL-1.3's optimum traces
   closedloop perplexity in the model's forward with the main model, h2o, tova, snapkv, streamingllm
              and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then both at 20% and 50%, MPL-2.0 at
              5% and 10%, and the
-             lifetime variant on GFDL-1.3 at 5% and 10%; the fraction of the gap
+             lifetime and leaving variants on GFDL-1.3 at 5% and 10%; the fraction of the gap
              between the best built-in policy and opt that the learned policy closes, with a
              bootstrap interval over tokens
   gemma      Gemma 3's global layers: the SmolLM2 model (transfer) and a model trained on Gemma's
@@ -63,7 +64,9 @@ ABLATIONS = {
     "no_context": ("layer", "kv_head"),
 }
 BOOTSTRAP = 2000
-LIFETIME = "mlp16_lifetime"  # the variant fit to remaining lifetimes, also run in the closed loop
+# The variants also run in the closed loop: fit to remaining lifetimes, and to the set of members the
+# optimum evicts within 32 steps (docs/learned_policy.md, "Near-ties").
+CLOSED_LOOP_VARIANTS = ("mlp16_lifetime", "mlp16_leaving32")
 TASK_LENGTH = 1024
 TASK_SAMPLES = 1
 TASK_POLICIES = ["h2o", "tova", "snapkv", "streamingllm", "keydiff", "opt", "opt-answer"]
@@ -107,7 +110,9 @@ def part_train(out, only=None):
                 "mlp16_tanh": dict(hidden=16, per_layer=False, features=None, activation="tanh"),
                 "linear": dict(hidden=0, per_layer=False, features=None, activation="relu"),
                 "per_layer_mlp16": dict(hidden=16, per_layer=True, features=None, activation="relu"),
-                "mlp16_lifetime": dict(hidden=16, per_layer=False, features=None, activation="relu", target="lifetime")}
+                "mlp16_lifetime": dict(hidden=16, per_layer=False, features=None, activation="relu", target="lifetime"),
+                "mlp16_leaving32": dict(hidden=16, per_layer=False, features=None, activation="relu", target="leaving",
+                                        leaving_within=32)}
     for name, dropped in ABLATIONS.items():
         variants[name] = dict(hidden=16, per_layer=False, activation="relu",
                               features=[f for f in subevict.learned.FEATURES if f not in dropped])
@@ -124,7 +129,7 @@ def part_train(out, only=None):
         provenance = {"workload": os.path.basename(path), "workload_sha256": learn_policy.file_sha256(path),
                       "budgets": BUDGETS, "steps_per_head": STEPS, "seed": 0, "variant": name, **v}
         model = learn_policy.train_on(data, layers, v["hidden"], v["per_layer"], v["features"], 0, provenance,
-                                      v["activation"], v.get("target", "evicted"))
+                                      v["activation"], v.get("target", "evicted"), v.get("leaving_within", 32))
         model["provenance"]["train_seconds"] = time.monotonic() - start
         subevict.learned.write_model(model, os.path.join(models, f"{name}.json"))
         log(f"model {name}: top-1 {model['provenance']['training_top1']:.3f} on "
@@ -205,8 +210,9 @@ def part_closedloop(out):
     closed_loop_runs(out, HELD_OUT[0], BUDGETS[2:])
     closed_loop_runs(out, HELD_OUT[1], BUDGETS[2:])
     closed_loop_runs(out, HELD_OUT[2], BUDGETS[:2])
-    if os.path.exists(os.path.join(out, "models", f"{LIFETIME}.json")):
-        closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], LIFETIME, [])
+    for variant in CLOSED_LOOP_VARIANTS:
+        if os.path.exists(os.path.join(out, "models", f"{variant}.json")):
+            closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], variant, [])
 
 
 def closed_loop_docs(out, text):
@@ -353,14 +359,16 @@ def markdown(out):
                          f" | {r['best']} | {r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
         lines.append("")
         lines += per_layer_losses(rows, doc)
-        lifetime = os.path.join(out, f"closedloop-{LIFETIME}-{text}-5-10.json")
-        if os.path.exists(lifetime):
-            # The main model's learned runs replaced by the lifetime model's, the references kept.
+        for variant in CLOSED_LOOP_VARIANTS:
+            variant_path = os.path.join(out, f"closedloop-{variant}-{text}-5-10.json")
+            if not os.path.exists(variant_path):
+                continue
+            # The main model's learned runs replaced by the variant's, the references kept.
             other = dict(doc, runs=[r for r in doc["runs"] if not r["policy"].startswith("learned")] +
-                         read_json(lifetime)["runs"])
+                         read_json(variant_path)["runs"])
             other["runs"] = [r for r in other["runs"] if r["budget"] in BUDGETS[:2]]
-            lines += [f"The lifetime model ({LIFETIME}) in its place, {text}:", "",
-                      "| budget | learned (lifetime) | best built-in | gap closed [95% interval] |", "|---|---|---|---|"]
+            lines += [f"The model {variant} in its place, {text}:", "",
+                      f"| budget | learned ({variant}) | best built-in | gap closed [95% interval] |", "|---|---|---|---|"]
             for r in gap_closed(other, rng):
                 lines.append(f"| {fmt_budget(r['budget'])} | {r['ppl_learned']:.3f} | {r['best']} {r['ppl_best']:.3f} | "
                              f"{r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")

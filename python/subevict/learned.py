@@ -122,6 +122,17 @@ def read_model(path: os.PathLike) -> dict:
         return json.load(f)
 
 
+def row_lifetimes(trace: Mapping) -> np.ndarray:
+    """Each row's remaining lifetime (the steps its member stays after the row's step; 0: evicted
+    at that step): the trace's "row_lifetime" where it has one (on-policy traces labelled by a
+    window optimum), else from its schedule's last_step (traces along the optimum)."""
+    if "row_lifetime" in trace:
+        return np.asarray(trace["row_lifetime"], dtype=np.int64)
+    offsets = np.asarray(trace["offsets"], dtype=np.int64)
+    step_of_row = np.repeat(np.asarray(trace["steps"], dtype=np.int64), np.diff(offsets))
+    return np.asarray(trace["last_step"], dtype=np.int64)[np.asarray(trace["tokens"], dtype=np.int64)] - step_of_row + 1
+
+
 def _dataset(traces: Sequence[Mapping], inputs: Sequence[Mapping], candidates: int, rng: np.random.Generator):
     """Stacks feature traces: raw inputs, the step of each row, each step's target row and each row's
     remaining lifetime under the replayed schedule (the steps it stays after this one: its token's
@@ -133,8 +144,7 @@ def _dataset(traces: Sequence[Mapping], inputs: Sequence[Mapping], candidates: i
     for t in traces:
         offsets = np.asarray(t["offsets"], dtype=np.int64)
         evicted = np.asarray(t["evicted_row"], dtype=np.int64)
-        tokens = np.asarray(t["tokens"], dtype=np.int64)
-        last = np.asarray(t["last_step"], dtype=np.int64)
+        life = row_lifetimes(t)
         raw = raw_inputs(np.asarray(t["features"]), step_sizes(offsets), inputs)
         for s in range(len(offsets) - 1):
             if evicted[s] < 0:
@@ -145,7 +155,7 @@ def _dataset(traces: Sequence[Mapping], inputs: Sequence[Mapping], candidates: i
                 others = np.sort(rng.choice(others, candidates - 1, replace=False))
             chosen = np.concatenate([[a + evicted[s]], others])
             xs.append(raw[chosen])
-            lifetimes.append(last[tokens[chosen]] - int(t["steps"][s]) + 1)  # 0: leaves at this step
+            lifetimes.append(life[chosen])  # 0: leaves at this step
             seg.append(np.full(len(chosen), steps))
             targets.append(rows)
             rows += len(chosen)
@@ -157,13 +167,19 @@ def _dataset(traces: Sequence[Mapping], inputs: Sequence[Mapping], candidates: i
 def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 16,
           features: Optional[Iterable[str]] = None,
           l2: float = 1e-4, iterations: int = 200, candidates: int = 64, seed: int = 0,
-          layers: Optional[Sequence[int]] = None, activation: str = "relu", target: str = "evicted") -> dict:
+          layers: Optional[Sequence[int]] = None, activation: str = "relu", target: str = "evicted",
+          leaving_within: int = 32) -> dict:
     """Fits one net to feature traces recorded along the optimum's schedules (subevict.feature_trace
     with the optimum's `last_step`): the per-step softmax of the negated scores over G_i against the
     member the optimum evicted. `hidden` = 0 fits a linear score, else one hidden layer of that width
     with `activation` ("relu", the default: the C++ policy's cheapest, or "tanh"). `target`
     "lifetime" fits instead every sampled member's log(1 + remaining lifetime) under the optimum
-    (least squares; the member expected to leave soonest then scores lowest).
+    (least squares; the member expected to leave soonest then scores lowest). `target` "leaving" fits
+    the per-step softmax against the set of members the optimum evicts within the next
+    `leaving_within` steps (remaining lifetime < leaving_within; the loss is -log of the softmax mass
+    on that set): the optimum's one victim is one of many members whose eviction costs almost
+    nothing (docs/learned_policy.md, "Near-ties"), and this target asks only that the lowest score
+    fall among them. leaving_within = 1 is the "evicted" target.
     `features` restricts the inputs (default: every feature), e.g. for ablations; `candidates`
     bounds the members per step in the loss (the target and a seeded uniform sample of the others;
     0: all). Returns a model
@@ -172,8 +188,10 @@ def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 
 
     if activation not in ("relu", "tanh"):
         raise ValueError(f"train: activation: expected relu or tanh, got {activation!r}")
-    if target not in ("evicted", "lifetime"):
-        raise ValueError(f"train: target: expected evicted or lifetime, got {target!r}")
+    if target not in ("evicted", "lifetime", "leaving"):
+        raise ValueError(f"train: target: expected evicted, lifetime or leaving, got {target!r}")
+    if not isinstance(leaving_within, (int, np.integer)) or leaving_within < 1:
+        raise ValueError(f"train: leaving_within: expected an integer >= 1, got {leaving_within!r}")
     hidden_fn = torch.relu if activation == "relu" else torch.tanh
     names = list(FEATURES if features is None else features)
     inputs = [dict(feature=n, transform=DEFAULT_INPUTS[n][0], members_scaled=DEFAULT_INPUTS[n][1],
@@ -189,6 +207,10 @@ def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 
     x = torch.from_numpy((raw - mean) / scale)
     seg_t = torch.from_numpy(seg)
     target_t = torch.from_numpy(targets)
+    # Rows in the target set: the evicted member (lifetime 0) always, and with the "leaving"
+    # target every member the schedule evicts within leaving_within steps.
+    within = 1 if target != "leaving" else leaving_within
+    positive_t = torch.from_numpy((lifetimes < within).astype(np.float64))
     steps = int(seg.max()) + 1 if len(seg) else 0
     generator = torch.Generator().manual_seed(seed)
     dims = [len(names)] + ([hidden] if hidden > 0 else []) + [1]
@@ -212,8 +234,13 @@ def train(traces: Sequence[Mapping], *, feature_options: Mapping, hidden: int = 
         with warnings.catch_warnings():  # scatter_reduce is "beta" in torch 1.13; its amax is all it is used for
             warnings.simplefilter("ignore", UserWarning)
             top = torch.full((steps,), -np.inf, dtype=torch.float64).scatter_reduce(0, seg_t, logits.detach(), "amax")
-        denom = torch.zeros(steps, dtype=torch.float64).index_add(0, seg_t, torch.exp(logits - top[seg_t]))
-        nll = (torch.log(denom[seg_t[target_t]]) + top[seg_t[target_t]] - logits[target_t]).mean()
+        weights = torch.exp(logits - top[seg_t])
+        denom = torch.zeros(steps, dtype=torch.float64).index_add(0, seg_t, weights)
+        if target == "leaving":
+            on_set = torch.zeros(steps, dtype=torch.float64).index_add(0, seg_t, weights * positive_t)
+            nll = (torch.log(denom) - torch.log(on_set)).mean()
+        else:
+            nll = (torch.log(denom[seg_t[target_t]]) + top[seg_t[target_t]] - logits[target_t]).mean()
         return nll + l2 * sum((p ** 2).sum() for p in params[::2])
 
     optimizer = torch.optim.LBFGS(params, lr=1.0, max_iter=iterations, history_size=20,
@@ -246,9 +273,10 @@ def model_document(nets: Sequence[Mapping], feature_options: Mapping, **provenan
     return doc
 
 
-def top1(model: Mapping, traces: Sequence[Mapping], layers: Sequence[int]) -> float:
+def top1(model: Mapping, traces: Sequence[Mapping], layers: Sequence[int], within: int = 1) -> float:
     """The share of recorded steps at which the model evicts the member the trace's policy evicted
-    (for traces along the optimum: how often it makes the optimum's choice)."""
+    (for traces along the optimum: how often it makes the optimum's choice). within > 1: at which
+    it evicts a member whose remaining lifetime (row_lifetimes) is below `within`."""
     hits = total = 0
     for t, layer in zip(traces, layers):
         chosen = decisions(model, t, layer)
@@ -256,7 +284,14 @@ def top1(model: Mapping, traces: Sequence[Mapping], layers: Sequence[int]) -> fl
         rows = np.asarray(t["evicted_row"])
         tokens = np.asarray(t["tokens"])
         ok = rows >= 0
-        truth = tokens[offsets[:-1][ok] + rows[ok]]
-        hits += int((chosen[ok] == truth).sum())
+        if within == 1:
+            truth = tokens[offsets[:-1][ok] + rows[ok]]
+            hits += int((chosen[ok] == truth).sum())
+        else:
+            life = row_lifetimes(t)
+            starts = offsets[:-1]
+            row = np.array([starts[s] + int(np.flatnonzero(tokens[starts[s]:offsets[s + 1]] == c)[0])
+                            for s, c in enumerate(chosen)], dtype=np.int64)
+            hits += int((life[row[ok]] < within).sum())
         total += int(ok.sum())
     return hits / max(total, 1)

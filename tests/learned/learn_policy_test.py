@@ -71,6 +71,42 @@ def test_training_ranks_the_optimums_choice_lowest_in_most_steps(traces, model):
     assert by_lifetime > untrained + 0.2, (by_lifetime, untrained)
 
 
+def test_the_leaving_target_puts_the_lowest_score_among_the_members_the_optimum_evicts_soon(traces, model):
+    layers = [t[0] for t in traces]
+    data = [t[3] for t in traces]
+
+    def fit(**target):
+        doc = learned.train(data, feature_options=learn_policy.FEATURE_OPTIONS, hidden=8, seed=0, **target)
+        return learned.model_document(doc["nets"], learn_policy.FEATURE_OPTIONS)
+
+    # With a set of one step the target is the evicted member's: the same loss, summed in another
+    # order, so L-BFGS ends at the same net up to its stopping tolerances (measured: 3e-7).
+    one = fit(target="leaving", leaving_within=1)
+    np.testing.assert_allclose(np.concatenate([np.ravel(d["weights"]) for d in one["nets"][0]["dense"]]),
+                               np.concatenate([np.ravel(d["weights"]) for d in model["nets"][0]["dense"]]),
+                               rtol=1e-4, atol=1e-5)
+    assert learned.top1(one, data, layers) == learned.top1(model, data, layers)
+    within = 16
+    leaving = fit(target="leaving", leaving_within=within)
+    blank = json.loads(json.dumps(model))
+    for layer in blank["nets"][0]["dense"]:
+        layer["weights"] = np.zeros_like(layer["weights"]).tolist()
+        layer["bias"] = np.zeros_like(layer["bias"]).tolist()
+    newest = np.mean(np.concatenate([t["last_step"][t["steps"]] - t["steps"] + 1 < within for t in data]))
+    hit = learned.top1(leaving, data, layers, within=within)
+    # Its lowest member is one the optimum evicts within 16 steps more often than the newest-token
+    # rule's, a blank net's, and the net fitted to the one evicted member.
+    assert hit > newest + 0.1, (hit, newest)
+    assert hit > learned.top1(blank, data, layers, within=within) + 0.5
+    assert hit > learned.top1(model, data, layers, within=within) + 0.03, (hit, learned.top1(model, data, layers, within))
+    # The set-valued agreement: 1 step is the evicted one's, and it grows with the set.
+    assert learned.top1(model, data, layers, within=1) == learned.top1(model, data, layers)
+    shares = [learned.top1(leaving, data, layers, within=w) for w in (1, 4, 16, TOKENS + 1)]
+    assert shares == sorted(shares) and shares[-1] == 1.0, shares
+    with pytest.raises(ValueError, match="leaving_within"):
+        learned.train(data, feature_options=learn_policy.FEATURE_OPTIONS, target="leaving", leaving_within=0)
+
+
 def test_the_cpp_policy_evicts_what_the_numpy_model_says(workload, model, tmp_path):
     path = tmp_path / "model.json"
     learned.write_model(model, path)
@@ -185,6 +221,47 @@ def test_optimal_victims_start_the_best_continuation_by_exhaustive_search():
     assert newest_wrong > 10 and oldest_wrong > 10  # the instances tell those victims from the best one
 
 
+def test_victim_regrets_are_the_loss_of_each_victim_by_exhaustive_search():
+    """victim_regrets with a horizon past the end: each member's regret is the best continuation's
+    value minus the value of evicting it and going on optimally, by exhaustive search; the member
+    the window optimum evicts at once costs nothing. Its zeroed-gains shortcut, replaced by the
+    window optimum alone (every member's regret the same), fails on these instances."""
+    rng = np.random.default_rng(11)
+    n, k = 10, 3
+    distinct = 0
+    for case in range(12):
+        gains = np.tril(rng.random((n, n)) ** 3)
+        for i in (k, 5, n - 2):
+            members = sorted(rng.choice(i, k, replace=False).tolist()) + [i]
+            regrets, lifetimes, mass = learn_policy.victim_regrets(gains, i, members, n)
+            values = np.array([best_continuation(gains, set(members) - {v}, i, k) for v in members])
+            np.testing.assert_allclose(regrets, values.max() - values, atol=1e-9)
+            assert regrets[lifetimes == 0].max() <= 1e-9 and (lifetimes == 0).sum() == 1
+            assert mass == pytest.approx(gains[i + 1:, members].sum())
+            distinct += len(np.unique(np.round(regrets, 9))) > 1
+    assert distinct > 20
+
+
+def test_the_script_counts_near_ties(workload, tmp_path):
+    wpath = tmp_path / "w.safetensors"
+    subevict.write_workload(str(wpath), workload)
+    script = os.path.join(ROOT, "scripts", "learn_policy.py")
+    out = tmp_path / "ties.json"
+    r = subprocess.run([sys.executable, script, "near-ties", "--workload", str(wpath), "--budgets", "0.1",
+                        "--layers", "0,1", "--horizon", "64", "--within", "1,8", "-o", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["steps"]
+    assert len(rows) == 2 * workload.shape["kv_heads"] * 2
+    for row in rows:
+        assert 1 <= row["zero_regret"] <= row["near_ties"] <= row["members"]
+        assert row["leaving"]["1"]["members"] == 1 and row["leaving"]["1"]["max_regret"] <= 1e-12
+        assert row["leaving"]["8"]["members"] >= 1
+    bad = subprocess.run([sys.executable, script, "near-ties", "--workload", str(wpath), "--budgets", "0.1,0.2",
+                          "-o", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "one budget" in bad.stderr and not (tmp_path / "x.json").exists()
+
+
 def test_optimal_victims_refuse_bad_input():
     gains = np.tril(np.ones((6, 6)))
     with pytest.raises(subevict.InputError, match="optimal_victims: tokens of step 3"):
@@ -220,10 +297,49 @@ def test_dagger_labels_the_policys_own_states_and_training_on_them_agrees_more(w
     assert learned.top1(after, data, layers) > before + 0.05, (before, learned.top1(after, data, layers))
 
 
-def test_the_script_refuses_dagger_with_the_lifetime_target(workload, tmp_path):
+def test_dagger_with_the_leaving_target_labels_every_member_with_its_windows_lifetime(workload, traces):
+    """On-policy traces for the leaving target carry each member's remaining lifetime under the
+    window optimum (a schedule of the process: one member leaves at step i, the optimal
+    continuation's victim that optimal_victims names, and at most d within d steps, none beyond
+    the window); one round of DAgger on them raises the net's agreement with those sets on the
+    policy's own states (sets misplaced or dropped would not)."""
+    within, horizon = 8, 64
+
+    def fit(data):
+        return learn_policy.train_on(data, LAYERS, 8, False, None, 0, {"seed": 0}, target="leaving",
+                                     leaving_within=within)
+
+    model = fit(traces)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"leaving-{os.getpid()}.json")
+    learned.write_model(model, path)
+    try:
+        on_policy = learn_policy.on_policy_traces(workload, path, LAYERS, [0.1], 32, horizon, quiet=True,
+                                                  lifetimes=True)
+    finally:
+        os.remove(path)
+    for _, _, _, t in on_policy:
+        for s in range(len(t["steps"])):
+            life = t["row_lifetime"][t["offsets"][s]:t["offsets"][s + 1]]
+            assert np.flatnonzero(life == 0).tolist() == [t["evicted_row"][s]]
+            future = min(horizon, TOKENS - 1 - int(t["steps"][s]))  # the window's steps; kept through it: future + 1
+            assert all((life < d).sum() <= d for d in range(1, future + 1)), life
+            assert life.min() >= 0 and life.max() <= future + 1
+    data = [t[3] for t in on_policy]
+    layers = [t[0] for t in on_policy]
+    before = learned.top1(model, data, layers, within=within)
+    after = learn_policy.dagger(traces, workload, LAYERS, [0.1], 32, horizon, 1, fit, quiet=True, lifetimes=True)
+    assert learned.top1(after, data, layers, within=within) > before + 0.1, (before, learned.top1(after, data, layers,
+                                                                                                 within=within))
+
+
+@pytest.mark.parametrize("args,named", [(["--target", "lifetime", "--dagger-rounds", "1"], "--dagger-rounds"),
+                                         (["--target", "leaving", "--dagger-rounds", "1", "--dagger-horizon", "16",
+                                           "--leaving-within", "32"], "--leaving-within"),
+                                         (["--target", "leaving", "--leaving-within", "0"], "--leaving-within")])
+def test_the_script_refuses_dagger_with_the_lifetime_target_and_bad_leaving_sets(workload, tmp_path, args, named):
     wpath = tmp_path / "w.safetensors"
     subevict.write_workload(str(wpath), workload)
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "learn_policy.py"), "train", "--workload",
-                        str(wpath), "--target", "lifetime", "--dagger-rounds", "1", "-o", str(tmp_path / "m.json")],
+                        str(wpath), *args, "-o", str(tmp_path / "m.json")],
                        capture_output=True, text=True, timeout=600)
-    assert r.returncode == 2 and "--dagger-rounds" in r.stderr and not (tmp_path / "m.json").exists()
+    assert r.returncode == 2 and named in r.stderr and not (tmp_path / "m.json").exists(), r.stderr
