@@ -4,7 +4,8 @@
 
     learn_policy.py train --workload W.safetensors -o model.json [--budgets 0.05,0.1,0.2,0.5]
         [--layers all] [--steps-per-head 48] [--hidden 16] [--activation relu]
-        [--target evicted|lifetime|leaving] [--leaving-within 32] [--per-layer] [--features a,b,...] [--dagger-rounds 0 --dagger-horizon 512 --dagger-budgets ...]
+        [--target evicted|lifetime|leaving] [--leaving-within 32] [--per-layer] [--features a,b,...]
+        [--dagger-rounds 0 --dagger-horizon 512 --dagger-budgets ...]
     learn_policy.py evaluate --model model.json --workload W.safetensors [--policies h2o,...]
         [--budgets ...] [--layers all] -o results.json
     learn_policy.py near-ties --workload W.safetensors [--budgets 0.05] [--layers 3,12,25]
@@ -333,7 +334,6 @@ def main(argv=None):
             print(f"learn_policy: trained on {model['provenance']['training_steps']} steps, top-1 agreement with "
                   f"the optimum {model['provenance']['training_top1']:.3f}; wrote {args.output}", file=sys.stderr)
         elif args.command == "near-ties":
-            w = subevict.read_workload(args.workload)
             try:
                 within = [int(d) for d in args.within.split(",") if d]
             except ValueError:
@@ -341,6 +341,7 @@ def main(argv=None):
             if len(budgets) != 1 or args.steps_per_head < 1 or args.horizon < 1 or not within or min(within) < 1:
                 raise subevict.InputError("learn_policy: near-ties: expected one budget, --steps-per-head >= 1, "
                                           "--horizon >= 1 and --within integers >= 1")
+            w = subevict.read_workload(args.workload)
             rows = near_ties(w, parse_layers(args.layers, w.shape["layers"]), budgets[0], args.steps_per_head,
                              args.horizon, within, args.policy or None)
             write_json({"workload": os.path.basename(args.workload), "budget": budgets[0], "horizon": args.horizon,

@@ -92,9 +92,9 @@ def net_for(model: Mapping, layer: int) -> Mapping:
     return fallback
 
 
-def decisions(model: Mapping, trace: Mapping, layer: int) -> np.ndarray:
-    """The token the model evicts at each recorded step of a feature trace (lowest score, ties: the
-    lowest token), as the C++ policy decides."""
+def decision_rows(model: Mapping, trace: Mapping, layer: int) -> np.ndarray:
+    """The row (index into the trace's rows) of the member the model evicts at each recorded step
+    of a feature trace (lowest score, ties: the lowest token), as the C++ policy decides."""
     net = net_for(model, layer)
     offsets = np.asarray(trace["offsets"])
     scores = net_scores(net, np.asarray(trace["features"]), step_sizes(offsets))
@@ -102,9 +102,13 @@ def decisions(model: Mapping, trace: Mapping, layer: int) -> np.ndarray:
     out = np.empty(len(offsets) - 1, dtype=np.int64)
     for s in range(len(out)):
         a, b = offsets[s], offsets[s + 1]
-        order = np.lexsort((tokens[a:b], scores[a:b]))
-        out[s] = tokens[a + order[0]]
+        out[s] = a + np.lexsort((tokens[a:b], scores[a:b]))[0]
     return out
+
+
+def decisions(model: Mapping, trace: Mapping, layer: int) -> np.ndarray:
+    """The token the model evicts at each recorded step of a feature trace (decision_rows' members)."""
+    return np.asarray(trace["tokens"])[decision_rows(model, trace, layer)].astype(np.int64)
 
 
 def write_model(model: Mapping, path: os.PathLike) -> None:
@@ -279,19 +283,13 @@ def top1(model: Mapping, traces: Sequence[Mapping], layers: Sequence[int], withi
     it evicts a member whose remaining lifetime (row_lifetimes) is below `within`."""
     hits = total = 0
     for t, layer in zip(traces, layers):
-        chosen = decisions(model, t, layer)
+        chosen = decision_rows(model, t, layer)
         offsets = np.asarray(t["offsets"])
         rows = np.asarray(t["evicted_row"])
-        tokens = np.asarray(t["tokens"])
         ok = rows >= 0
         if within == 1:
-            truth = tokens[offsets[:-1][ok] + rows[ok]]
-            hits += int((chosen[ok] == truth).sum())
+            hits += int((chosen[ok] == offsets[:-1][ok] + rows[ok]).sum())
         else:
-            life = row_lifetimes(t)
-            starts = offsets[:-1]
-            row = np.array([starts[s] + int(np.flatnonzero(tokens[starts[s]:offsets[s + 1]] == c)[0])
-                            for s, c in enumerate(chosen)], dtype=np.int64)
-            hits += int((life[row[ok]] < within).sum())
+            hits += int((row_lifetimes(t)[chosen[ok]] < within).sum())
         total += int(ok.sum())
     return hits / max(total, 1)
