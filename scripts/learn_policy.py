@@ -12,6 +12,9 @@
         [--steps-per-head 2] [--horizon 256] [--within 1,8,32,128] [--policy h2o] -o near_ties.json
     learn_policy.py closed-loop --model model.json --gguf MODEL.gguf --text-file TEXT --tokens N
         [--policies h2o,...] [--budgets ...] -o results.json
+    learn_policy.py closed-loop-export --gguf MODEL.gguf --text-file TEXT --tokens N [--budgets ...] -o DIR
+    learn_policy.py train --workload DIR/opt-0.05.safetensors --workload DIR/opt-0.1.safetensors
+        --budgets 0.05,0.1 -o model.json
 
 train: for every (layer, KV head) and budget the exact offline optimum (subevict.simulate, optimum
 flow) gives its schedule; the online features along that schedule (subevict.feature_trace, about
@@ -23,6 +26,10 @@ its recorded caches is added to the data, and the net is trained again on all of
 open-loop retained mass / OPT of the learned policy and the built-ins on a workload the model
 never saw. closed-loop: perplexity with each cache
 in the model's forward (subevict.closed_loop), with every token's log-probability for the bootstrap.
+closed-loop-export: per budget, the Q, K, V on which the closed loop's optimum (`opt`, every layer
+evicting) solved each layer, as a workload (DIR/opt-BUDGET.safetensors): the rows that upstream
+eviction has moved, which the open-loop export never shows; train takes one such workload per
+budget (--workload repeated, in --budgets' order).
 Run with the project's .venv/bin/python (torch for training and the closed loop).
 """
 
@@ -113,6 +120,26 @@ def on_policy_traces(w, model_path, layers, budgets, steps_per_head, horizon, qu
                 out.append((layer, h, budget, dict(trace, evicted_row=np.asarray(rows, dtype=np.int32), **extra)))
             progress.advance()
     return out
+
+
+def closed_loop_workloads(model, ids, budgets, workers=1, quiet=False):
+    """Per budget (budget, Workload): the Q, K, V of every layer in the closed loop's `opt` run at
+    that budget (subevict.closed_loop, every layer evicting), the rows on which that layer's optimum
+    was solved. Refuses a model with a sliding-window layer (its layers would not all evict)."""
+    if any(window is not None for window in model.windows):
+        raise subevict.InputError("learn_policy: closed-loop-export: expected a model whose every layer is global "
+                                  "(every layer evicts); this one has sliding-window layers")
+    out = subevict.closed_loop(model, ids, "opt", budgets, keep_qkv=True, quiet=quiet, workers=workers)
+    result = []
+    for run in out["runs"]:
+        q, k, v = (np.ascontiguousarray(np.stack([record.qkv[part] for record in run.layers])) for part in range(3))
+        result.append((run.budget, subevict.Workload(q, k, v, score_scale=model.score_scale)))
+    return result
+
+
+def export_name(budget):
+    """closed-loop-export's file name of a budget."""
+    return f"opt-{float(budget):g}.safetensors"
 
 
 def dagger(data, w, layers, budgets, steps_per_head, horizon, rounds, train, quiet=False, lifetimes=False):
@@ -242,7 +269,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="learn_policy.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train a model on a workload's optimum")
-    t.add_argument("--workload", required=True)
+    t.add_argument("--workload", required=True, action="append",
+                   help="the workload of every budget, or, repeated, one per budget in --budgets' order")
     t.add_argument("--budgets", default="0.05,0.1,0.2,0.5")
     t.add_argument("--layers", default="all")
     t.add_argument("--steps-per-head", type=int, default=48)
@@ -287,18 +315,39 @@ def main(argv=None):
     c.add_argument("--budgets", default="0.05,0.1,0.2,0.5")
     c.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     c.add_argument("-o", "--output", required=True)
+    x = sub.add_parser("closed-loop-export", help="the closed-loop optimum's Q, K, V per budget, as workloads")
+    x.add_argument("--gguf", required=True)
+    x.add_argument("--text-file", required=True)
+    x.add_argument("--tokens", type=int, required=True)
+    x.add_argument("--budgets", default="0.05,0.1,0.2,0.5")
+    x.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    x.add_argument("-o", "--output", required=True, help="the directory of the workloads")
     args = parser.parse_args(argv)
     torch_threads()
     start = time.monotonic()
     try:
         budgets = subevict.parse_budgets(args.budgets, "learn_policy", "--budgets")
         if args.command == "train":
-            w = subevict.read_workload(args.workload)
+            if len(args.workload) not in (1, len(budgets)):
+                raise subevict.InputError(f"learn_policy: --workload: expected one workload, or one per budget "
+                                          f"({len(budgets)}), got {len(args.workload)}")
+            if len(args.workload) > 1 and args.dagger_rounds:
+                raise subevict.InputError("learn_policy: --dagger-rounds: expected one --workload (the policy's runs "
+                                          "are on one workload)")
+            workloads = [subevict.read_workload(path) for path in args.workload]
+            w = workloads[0]
+            for path, other in zip(args.workload[1:], workloads[1:]):
+                if other.shape != w.shape:
+                    raise subevict.InputError(f"learn_policy: --workload: {path} has shape {other.shape}, expected "
+                                              f"{args.workload[0]}'s {w.shape}")
+            named = [os.path.basename(path) for path in args.workload]
+            hashes = [file_sha256(path) for path in args.workload]
             features = [f for f in args.features.split(",") if f] or None
             for f in features or []:
                 if f not in learned.FEATURES:
                     raise subevict.InputError(f"learn_policy: --features: expected names of {learned.FEATURES}, got {f}")
-            provenance = {"workload": os.path.basename(args.workload), "workload_sha256": file_sha256(args.workload),
+            provenance = {"workload": named[0] if len(named) == 1 else named,
+                          "workload_sha256": hashes[0] if len(hashes) == 1 else hashes,
                           "budgets": budgets, "steps_per_head": args.steps_per_head, "hidden": args.hidden,
                           "activation": args.activation, "target": args.target, "per_layer": args.per_layer,
                           **({"leaving_within": args.leaving_within} if args.target == "leaving" else {}),
@@ -327,7 +376,12 @@ def main(argv=None):
                 return train_on(data, layers, args.hidden, args.per_layer, features, args.seed, provenance,
                                 args.activation, args.target, args.leaving_within)
 
-            model = dagger(optimum_traces(w, layers, budgets, args.steps_per_head), w, layers, dagger_budgets,
+            if len(workloads) == 1:
+                data = optimum_traces(w, layers, budgets, args.steps_per_head)
+            else:  # one workload per budget
+                data = [item for other, budget in zip(workloads, budgets)
+                        for item in optimum_traces(other, layers, [budget], args.steps_per_head)]
+            model = dagger(data, w, layers, dagger_budgets,
                            args.steps_per_head, args.dagger_horizon, args.dagger_rounds, fit,
                            lifetimes=args.target == "leaving")
             learned.write_model(model, args.output)
@@ -353,6 +407,23 @@ def main(argv=None):
                       "mass_over_opt": evaluate(w, args.model, policies, budgets,
                                                 parse_layers(args.layers, w.shape["layers"]))}
             write_json(result, args.output)
+        elif args.command == "closed-loop-export":
+            from subevict import models
+            os.makedirs(args.output, exist_ok=True)
+            if not os.access(args.output, os.W_OK):
+                raise subevict.InputError(f"learn_policy: -o: {args.output} is not a writable directory")
+            model = models.load(args.gguf)
+            ids = models.tokenize(model, open(args.text_file).read(), args.tokens)[0]
+            for budget, workload in closed_loop_workloads(model, ids, budgets, args.workers):
+                path = os.path.join(args.output, export_name(budget))
+                partial = path.removesuffix(".safetensors") + ".partial.safetensors"
+                try:  # no half-written file under the workload's name
+                    subevict.write_workload(partial, workload)
+                    os.replace(partial, path)
+                finally:
+                    if os.path.exists(partial):
+                        os.remove(partial)
+                print(f"learn_policy: wrote {path}", file=sys.stderr)
         else:
             from subevict import models
             model = models.load(args.gguf)

@@ -20,15 +20,24 @@ Parts (each cached in OUT; --parts picks them, default all):
              top-1 agreement with the optimum on GFDL-1.3's optimum traces
   closedloop perplexity in the model's forward with the main model, h2o, tova, snapkv, streamingllm
              and opt on GFDL-1.3 and Apache-2.0 at 5% and 10%, then both at 20% and 50%, MPL-2.0 at
-             5% and 10%, and the
+             every budget, and the
              lifetime and leaving variants on GFDL-1.3 at 5% and 10%; the fraction of the gap
              between the best built-in policy and opt that the learned policy closes, with a
              bootstrap interval over tokens
+  closedqkv  the main model's recipe trained on the closed loop's rows of GPL-3 (per budget the Q, K, V
+             the closed loop's optimum solved each layer on: learn_policy.py closed-loop-export), in
+             the closed loop on GFDL-1.3 at 5% and 10%
   gemma      Gemma 3's global layers: the SmolLM2 model (transfer) and a model trained on Gemma's
              GPL-3 export, open loop on Gemma's GFDL-1.3 export
+  gemma_closedloop
+             Gemma 3's closed loop on GFDL-1.3 (its global layers evicting) at every budget: Gemma's
+             own model beside the built-ins and opt, and the SmolLM2 model (transfer)
   tasks      the main model in the task loop (docs/tasks.md): niah_single at 1024 tokens (depths 0.1,
              0.5, 0.9, one seed) beside h2o, tova, snapkv, streamingllm, keydiff, opt and opt-answer,
              streaming and prefill, at every budget (trains the main model alone if it is missing)
+  gemma_tasks
+             the same with Gemma's own model on Gemma 3 270M (global layers evicting), niah_single at
+             2048 tokens, depth 0.5
 Then OUT/study.md. Progress on stderr.
 """
 
@@ -64,11 +73,13 @@ ABLATIONS = {
     "no_context": ("layer", "kv_head"),
 }
 BOOTSTRAP = 2000
-# The variants also run in the closed loop: fit to remaining lifetimes, and to the set of members the
-# optimum evicts within 32 steps (docs/learned_policy.md, "Near-ties").
-CLOSED_LOOP_VARIANTS = ("mlp16_lifetime", "mlp16_leaving32")
+# The variants also run in the closed loop: fit to remaining lifetimes, to the set of members the
+# optimum evicts within 32 steps (docs/learned_policy.md, "Near-ties"), and trained on the closed
+# loop's rows (part closedqkv).
+CLOSED_LOOP_VARIANTS = ("mlp16_lifetime", "mlp16_leaving32", "mlp16_closedqkv")
 TASK_LENGTH = 1024
 TASK_SAMPLES = 1
+GEMMA_TASK_LENGTH = 2048
 TASK_POLICIES = ["h2o", "tova", "snapkv", "streamingllm", "keydiff", "opt", "opt-answer"]
 OPEN_LOOP_LAYERS = list(range(0, 30, 3))  # every third layer of SmolLM2's 30 (all 3 KV heads each)
 
@@ -163,14 +174,17 @@ def part_openloop(out):
         learn_policy.write_json(result, result_path)
 
 
-def closed_loop_runs(out, text, budgets, model="mlp16", policies=BUILTINS + ["opt"]):
-    """The closed loop of `model` (and `policies`) on `text` at `budgets` (cached): the main model's
-    runs in closedloop-TEXT-BUDGETS.json, another model's alone in closedloop-MODEL-TEXT-BUDGETS.json."""
-    prefix = "closedloop-" if model == "mlp16" else f"closedloop-{model}-"
-    path = os.path.join(out, f"{prefix}{text}-{'-'.join(fmt_budget(b)[:-1] for b in budgets)}.json")
+def closed_loop_runs(out, text, budgets, model="mlp16", policies=BUILTINS + ["opt"], family="smollm2"):
+    """The closed loop of `model` (and `policies`) on `text` at `budgets` (cached), on the model
+    family `family` (its evicting layers: every global one): SmolLM2's runs of the main model in
+    closedloop-TEXT-BUDGETS.json, another model's in closedloop-MODEL-TEXT-BUDGETS.json, another
+    family's in closedloop-FAMILY-MODEL-TEXT-BUDGETS.json."""
+    tag = "" if model == "mlp16" and family == "smollm2" else f"{model}-"
+    tag = tag if family == "smollm2" else f"{family}-{tag}"
+    path = os.path.join(out, f"closedloop-{tag}{text}-{'-'.join(fmt_budget(b)[:-1] for b in budgets)}.json")
     if not os.path.exists(path):
         learn_policy.main(["closed-loop", "--model", os.path.join(out, "models", f"{model}.json"), "--gguf",
-                           gguf("smollm2"), "--text-file", os.path.join(LICENSES, text), "--tokens", str(TOKENS),
+                           gguf(family), "--text-file", os.path.join(LICENSES, text), "--tokens", str(TOKENS),
                            "--policies", ",".join(policies), "--budgets", ",".join(str(b) for b in budgets), "-o", path])
     return read_json(path)
 
@@ -204,12 +218,14 @@ def gap_closed(doc, rng):
 
 
 def part_closedloop(out):
-    """The target budgets (5% and 10%) on both texts first, then GFDL-1.3's 20% and 50%."""
+    """The target budgets (5% and 10%) on two texts first, then their 20% and 50%, then MPL-2.0's
+    budgets, then the variants."""
     for text in HELD_OUT[:2]:
         closed_loop_runs(out, text, BUDGETS[:2])
     closed_loop_runs(out, HELD_OUT[0], BUDGETS[2:])
     closed_loop_runs(out, HELD_OUT[1], BUDGETS[2:])
     closed_loop_runs(out, HELD_OUT[2], BUDGETS[:2])
+    closed_loop_runs(out, HELD_OUT[2], BUDGETS[2:])
     for variant in CLOSED_LOOP_VARIANTS:
         if os.path.exists(os.path.join(out, "models", f"{variant}.json")):
             closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], variant, [])
@@ -248,6 +264,28 @@ def per_layer_losses(rows, doc):
     return lines + [""]
 
 
+def part_closedqkv(out):
+    """The main model's recipe trained on the closed loop's rows instead of the open-loop export:
+    per budget the Q, K, V on which the closed loop's optimum solved each layer of GPL-3
+    (learn_policy.py closed-loop-export), each budget's traces from its own run; then in the closed
+    loop on GFDL-1.3 at 5% and 10% as the other variants."""
+    exports = os.path.join(out, "closed_loop_exports")
+    paths = [os.path.join(exports, learn_policy.export_name(b)) for b in BUDGETS]
+    if not all(os.path.exists(p) for p in paths):
+        if learn_policy.main(["closed-loop-export", "--gguf", gguf("smollm2"), "--text-file",
+                              os.path.join(LICENSES, TRAIN_TEXT), "--tokens", str(TOKENS), "--budgets",
+                              ",".join(str(b) for b in BUDGETS), "-o", exports]):
+            raise RuntimeError("learn_policy.py closed-loop-export failed (above)")
+    model = os.path.join(out, "models", "mlp16_closedqkv.json")
+    if not os.path.exists(model):
+        os.makedirs(os.path.dirname(model), exist_ok=True)
+        if learn_policy.main(["train", *[a for p in paths for a in ("--workload", p)], "--budgets",
+                              ",".join(str(b) for b in BUDGETS), "--steps-per-head", str(STEPS), "--hidden", "16",
+                              "--seed", "0", "-o", model]):
+            raise RuntimeError("learn_policy.py train failed (above)")
+    closed_loop_runs(out, HELD_OUT[0], BUDGETS[:2], "mlp16_closedqkv", [])
+
+
 def part_gemma(out):
     path = os.path.join(out, "gemma.json")
     if os.path.exists(path):
@@ -268,25 +306,46 @@ def part_gemma(out):
     learn_policy.write_json(result, path)
 
 
-def part_tasks(out):
-    """The main model in the task loop (docs/tasks.md): niah_single on SmolLM2-135M-Instruct at
-    TASK_LENGTH tokens, depths 0.1, 0.5 and 0.9, TASK_SAMPLES seeds each, beside the built-ins and
-    the references, in the streaming and prefill protocols at every budget."""
-    if os.path.exists(os.path.join(out, "tasks", "results.json")):
+def part_gemma_closedloop(out):
+    """Gemma 3's closed loop on GFDL-1.3 (its global layers evicting): Gemma's own model beside the
+    built-ins and opt, then the SmolLM2 model alone (transfer), at every budget."""
+    if not os.path.exists(os.path.join(out, "models", "gemma_mlp16.json")):
+        part_gemma(out)
+    closed_loop_runs(out, HELD_OUT[0], BUDGETS, "gemma_mlp16", family="gemma3")
+    closed_loop_runs(out, HELD_OUT[0], BUDGETS, "mlp16", [], family="gemma3")
+
+
+def task_runs(out, family, model_name, length, depths, subdir):
+    """The learned model `model_name` in the task loop (docs/tasks.md): niah_single on `family` at
+    `length` tokens, `depths`, TASK_SAMPLES seeds each, beside the built-ins and the references, in
+    the streaming and prefill protocols at every budget, in OUT/subdir (cached)."""
+    if os.path.exists(os.path.join(out, subdir, "results.json")):
         return
-    model = os.path.join(out, "models", "mlp16.json")
-    if not os.path.exists(model):
-        part_train(out, only={"mlp16"})
-    policies = [f"learned:model={model}"] + TASK_POLICIES
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "closed_loop_tasks.py"), "--gguf", gguf("smollm2"),
-                    "--tasks", "niah_single", "--lengths", str(TASK_LENGTH), "--depths", "0.1,0.5,0.9",
+    policies = [f"learned:model={os.path.join(out, 'models', model_name + '.json')}"] + TASK_POLICIES
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "closed_loop_tasks.py"), "--gguf", gguf(family),
+                    "--tasks", "niah_single", "--lengths", str(length), "--depths", ",".join(str(d) for d in depths),
                     "--samples", str(TASK_SAMPLES), "--protocol", "streaming,prefill", "--policies", ",".join(policies),
-                    "--budgets", ",".join(str(b) for b in BUDGETS), "-o", os.path.join(out, "tasks")], check=True)
+                    "--budgets", ",".join(str(b) for b in BUDGETS), "-o", os.path.join(out, subdir)], check=True)
 
 
-def tasks_markdown(out):
-    """Accuracy and mean answer log-probability per cache and budget, per protocol, from the tasks part."""
-    path = os.path.join(out, "tasks", "results.json")
+def part_tasks(out):
+    """The main model on SmolLM2-135M-Instruct at TASK_LENGTH tokens, depths 0.1, 0.5 and 0.9."""
+    if not os.path.exists(os.path.join(out, "models", "mlp16.json")):
+        part_train(out, only={"mlp16"})
+    task_runs(out, "smollm2", "mlp16", TASK_LENGTH, (0.1, 0.5, 0.9), "tasks")
+
+
+def part_gemma_tasks(out):
+    """Gemma's own model on Gemma 3 270M (its global layers evicting) at GEMMA_TASK_LENGTH tokens,
+    depth 0.5."""
+    if not os.path.exists(os.path.join(out, "models", "gemma_mlp16.json")):
+        part_gemma(out)
+    task_runs(out, "gemma3", "gemma_mlp16", GEMMA_TASK_LENGTH, (0.5,), "gemma_tasks")
+
+
+def tasks_markdown(out, subdir, title):
+    """Accuracy and mean answer log-probability per cache and budget, per protocol, from a tasks part."""
+    path = os.path.join(out, subdir, "results.json")
     if not os.path.exists(path):
         return []
     doc = read_json(path)
@@ -302,7 +361,7 @@ def tasks_markdown(out):
             cell.append((int(run["correct"]), run["answer_logprob"]))
         if not cells:
             continue
-        lines += [f"## Tasks, {protocol}: niah_single at {TASK_LENGTH} tokens, accuracy (mean answer log-probability)",
+        lines += [f"## Tasks, {protocol}: {title}, accuracy (mean answer log-probability)",
                   "", "| cache | " + " | ".join(fmt_budget(b) for b in BUDGETS) + " |", "|---" * (len(BUDGETS) + 1) + "|"]
         for name, per in cells.items():
             row = []
@@ -312,6 +371,31 @@ def tasks_markdown(out):
             lines.append(f"| {name} | " + " | ".join(row) + " |")
         lines.append("")
     return lines
+
+
+def closed_loop_table(title, doc, rows):
+    """Perplexity of every cache per budget, the best built-in and the gap the learned policy closes."""
+    names = list(rows[0]["ppl"])
+    lines = [f"{title} ({doc['tokens']} tokens; full cache {doc['full']['perplexity']:.3f})", "",
+             "| budget | " + " | ".join(names) + " | best built-in | gap closed [95% interval] |",
+             "|---" * (len(names) + 3) + "|"]
+    for r in rows:
+        lines.append(f"| {fmt_budget(r['budget'])} | " + " | ".join(f"{r['ppl'][n]:.3f}" for n in names) +
+                     f" | {r['best']} | {r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
+    return lines + [""]
+
+
+def in_its_place(title, name, doc, other_runs, rng):
+    """The gap closed by another model's learned runs (other_runs, at its budgets) in place of the
+    learned runs of doc, the references and built-ins of doc kept."""
+    budgets = {r["budget"] for r in other_runs["runs"]}
+    other = dict(doc, runs=[r for r in doc["runs"] if not r["policy"].startswith("learned") and r["budget"] in budgets] +
+                 other_runs["runs"])
+    lines = [title, "", f"| budget | learned ({name}) | best built-in | gap closed [95% interval] |", "|---|---|---|---|"]
+    for r in gap_closed(other, rng):
+        lines.append(f"| {fmt_budget(r['budget'])} | {r['ppl_learned']:.3f} | {r['best']} {r['ppl_best']:.3f} | "
+                     f"{r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
+    return lines + [""]
 
 
 def fmt_budget(b):
@@ -350,29 +434,13 @@ def markdown(out):
         if doc is None:
             continue
         rows = gap_closed(doc, rng)
-        names = list(rows[0]["ppl"])
-        lines += [f"## Closed loop, {text} ({doc['tokens']} tokens; full cache {doc['full']['perplexity']:.3f})", "",
-                  "| budget | " + " | ".join(names) + " | best built-in | gap closed [95% interval] |",
-                  "|---" * (len(names) + 3) + "|"]
-        for r in rows:
-            lines.append(f"| {fmt_budget(r['budget'])} | " + " | ".join(f"{r['ppl'][n]:.3f}" for n in names) +
-                         f" | {r['best']} | {r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
-        lines.append("")
+        lines += closed_loop_table(f"## Closed loop, {text}", doc, rows)
         lines += per_layer_losses(rows, doc)
         for variant in CLOSED_LOOP_VARIANTS:
             variant_path = os.path.join(out, f"closedloop-{variant}-{text}-5-10.json")
-            if not os.path.exists(variant_path):
-                continue
-            # The main model's learned runs replaced by the variant's, the references kept.
-            other = dict(doc, runs=[r for r in doc["runs"] if not r["policy"].startswith("learned")] +
-                         read_json(variant_path)["runs"])
-            other["runs"] = [r for r in other["runs"] if r["budget"] in BUDGETS[:2]]
-            lines += [f"The model {variant} in its place, {text}:", "",
-                      f"| budget | learned ({variant}) | best built-in | gap closed [95% interval] |", "|---|---|---|---|"]
-            for r in gap_closed(other, rng):
-                lines.append(f"| {fmt_budget(r['budget'])} | {r['ppl_learned']:.3f} | {r['best']} {r['ppl_best']:.3f} | "
-                             f"{r['gap_closed']:.3f} [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] |")
-            lines.append("")
+            if os.path.exists(variant_path):
+                lines += in_its_place(f"The model {variant} in its place, {text}:", variant, doc,
+                                      read_json(variant_path), rng)
     gemma_path = os.path.join(out, "gemma.json")
     if os.path.exists(gemma_path):
         g = read_json(gemma_path)
@@ -384,7 +452,19 @@ def markdown(out):
         lines.append("| learned (Gemma's own model) | " +
                      " | ".join(f"{g['own']['learned'][str(b)]:.4f}" for b in BUDGETS) + " |")
         lines.append("")
-    lines += tasks_markdown(out)
+    budgets = "-".join(fmt_budget(b)[:-1] for b in BUDGETS)
+    own_path = os.path.join(out, f"closedloop-gemma3-gemma_mlp16-{HELD_OUT[0]}-{budgets}.json")
+    if os.path.exists(own_path):
+        doc = read_json(own_path)
+        lines += closed_loop_table(f"## Gemma 3 270M's closed loop, {HELD_OUT[0]}, learned = Gemma's own model", doc,
+                                   gap_closed(doc, rng))
+        transfer_path = os.path.join(out, f"closedloop-gemma3-mlp16-{HELD_OUT[0]}-{budgets}.json")
+        if os.path.exists(transfer_path):
+            lines += in_its_place(f"SmolLM2's model in its place (transfer), Gemma 3, {HELD_OUT[0]}:", "SmolLM2's",
+                                  doc, read_json(transfer_path), rng)
+    lines += tasks_markdown(out, "tasks", f"niah_single at {TASK_LENGTH} tokens")
+    lines += tasks_markdown(out, "gemma_tasks", f"Gemma 3 270M, niah_single at {GEMMA_TASK_LENGTH} tokens, "
+                            "learned = Gemma's own model")
     with open(os.path.join(out, "study.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -392,11 +472,13 @@ def markdown(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "learned_policy_study"))
-    parser.add_argument("--parts", default="train,openloop,closedloop,gemma,tasks")
+    parser.add_argument("--parts", default="train,openloop,closedloop,closedqkv,gemma,gemma_closedloop,tasks,gemma_tasks")
     args = parser.parse_args()
     learn_policy.torch_threads()
-    parts = {"train": part_train, "openloop": part_openloop, "closedloop": part_closedloop, "gemma": part_gemma,
-             "tasks": part_tasks}
+    parts = {"train": part_train, "openloop": part_openloop, "closedloop": part_closedloop, "closedqkv": part_closedqkv,
+             "gemma": part_gemma,
+             "gemma_closedloop": part_gemma_closedloop, "tasks": part_tasks,
+             "gemma_tasks": part_gemma_tasks}
     for part in args.parts.split(","):
         if part not in parts:
             parser.error(f"--parts: unknown part {part!r} (expected {', '.join(parts)})")

@@ -343,3 +343,58 @@ def test_the_script_refuses_dagger_with_the_lifetime_target_and_bad_leaving_sets
                         str(wpath), *args, "-o", str(tmp_path / "m.json")],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and named in r.stderr and not (tmp_path / "m.json").exists(), r.stderr
+
+
+# The closed-loop export: SmolLM2-135M (scripts/setup_model) on the first EXPORT_TOKENS tokens of GPL-3.
+EXPORT_TOKENS = 96
+EXPORT_TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    result = subprocess.run([os.path.join(ROOT, "scripts", "setup_model")], capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, f"scripts/setup_model failed:\n{result.stderr}"
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_closed_loop_export_holds_the_rows_each_layers_optimum_saw(smollm2, tmp_path):
+    """At a budget >= n the export is the open-loop export (scripts/export_gguf.py) bit for bit; at
+    a small one its first layer still is (nothing evicted below it) and deeper layers are not (the
+    optimum's eviction upstream moved them): an export of the full model's rows fails the second
+    check, one with the budgets' files swapped fails both."""
+    out = tmp_path / "closed"
+    run = lambda *args: subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "learn_policy.py"), *args],
+                                       capture_output=True, text=True, timeout=900)
+    r = run("closed-loop-export", "--gguf", smollm2, "--text-file", EXPORT_TEXT, "--tokens", str(EXPORT_TOKENS),
+            "--budgets", f"12,{EXPORT_TOKENS}", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(out)) == sorted([learn_policy.export_name(12), learn_policy.export_name(EXPORT_TOKENS)])
+    reference = tmp_path / "open.safetensors"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "export_gguf.py"), "--gguf", smollm2,
+                        "--text-file", EXPORT_TEXT, "--tokens", str(EXPORT_TOKENS), "-o", str(reference)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    open_loop = subevict.read_workload(str(reference))
+    full = subevict.read_workload(str(out / learn_policy.export_name(EXPORT_TOKENS)))
+    small = subevict.read_workload(str(out / learn_policy.export_name(12)))
+    assert full.shape == small.shape == {**open_loop.shape, "tokens": EXPORT_TOKENS}
+    layers = full.shape["layers"]
+    for layer in range(layers):
+        for part in ("q", "k", "v"):
+            assert np.array_equal(getattr(full, part)[layer], getattr(open_loop, part)[layer]), (layer, part)
+    for part in ("q", "k", "v"):
+        assert np.array_equal(getattr(small, part)[0], getattr(open_loop, part)[0]), part
+    moved = [layer for layer in range(1, layers) if not np.array_equal(small.k[layer], open_loop.k[layer])]
+    assert len(moved) == layers - 1, moved
+    # Training on one workload per budget; a count that matches neither one nor the budgets is refused.
+    model_path = tmp_path / "model.json"
+    r = run("train", "--workload", str(out / learn_policy.export_name(12)), "--workload",
+            str(out / learn_policy.export_name(EXPORT_TOKENS)), "--budgets", "12,24", "--layers", "0,29",
+            "--hidden", "0", "--steps-per-head", "8", "-o", str(model_path))
+    assert r.returncode == 0, r.stderr
+    assert learned.read_model(model_path)["provenance"]["workload"] == [learn_policy.export_name(12),
+                                                                        learn_policy.export_name(EXPORT_TOKENS)]
+    r = run("train", "--workload", str(out / learn_policy.export_name(12)), "--workload",
+            str(out / learn_policy.export_name(12)), "--budgets", "0.1,0.2,0.5", "-o", str(tmp_path / "x.json"))
+    assert r.returncode == 2 and "--workload" in r.stderr and not (tmp_path / "x.json").exists(), r.stderr
