@@ -409,20 +409,17 @@ def main(argv=None):
             write_json(result, args.output)
         elif args.command == "closed-loop-export":
             from subevict import models
-            os.makedirs(args.output, exist_ok=True)
-            if not os.access(args.output, os.W_OK):
-                raise subevict.InputError(f"learn_policy: -o: {args.output} is not a writable directory")
+            from subevict.closed_loop_report import output_problem
+            problem = output_problem(args.output)  # before any model work
+            if problem:
+                raise subevict.InputError(f"learn_policy: -o {args.output}: {problem}")
             model = models.load(args.gguf)
             ids = models.tokenize(model, open(args.text_file).read(), args.tokens)[0]
-            for budget, workload in closed_loop_workloads(model, ids, budgets, args.workers):
+            workloads = closed_loop_workloads(model, ids, budgets, args.workers)
+            os.makedirs(args.output, exist_ok=True)
+            for budget, workload in workloads:
                 path = os.path.join(args.output, export_name(budget))
-                partial = path.removesuffix(".safetensors") + ".partial.safetensors"
-                try:  # no half-written file under the workload's name
-                    subevict.write_workload(partial, workload)
-                    os.replace(partial, path)
-                finally:
-                    if os.path.exists(partial):
-                        os.remove(partial)
+                subevict.write_workload(path, workload)  # atomic: complete or absent
                 print(f"learn_policy: wrote {path}", file=sys.stderr)
         else:
             from subevict import models

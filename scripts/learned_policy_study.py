@@ -174,14 +174,19 @@ def part_openloop(out):
         learn_policy.write_json(result, result_path)
 
 
-def closed_loop_runs(out, text, budgets, model="mlp16", policies=BUILTINS + ["opt"], family="smollm2"):
-    """The closed loop of `model` (and `policies`) on `text` at `budgets` (cached), on the model
-    family `family` (its evicting layers: every global one): SmolLM2's runs of the main model in
+def closed_loop_path(out, text, budgets, model="mlp16", family="smollm2"):
+    """Where closed_loop_runs caches its runs: SmolLM2's runs of the main model in
     closedloop-TEXT-BUDGETS.json, another model's in closedloop-MODEL-TEXT-BUDGETS.json, another
-    family's in closedloop-FAMILY-MODEL-TEXT-BUDGETS.json."""
+    family's in closedloop-FAMILY-MODEL-TEXT-BUDGETS.json (BUDGETS: percents joined by -)."""
     tag = "" if model == "mlp16" and family == "smollm2" else f"{model}-"
     tag = tag if family == "smollm2" else f"{family}-{tag}"
-    path = os.path.join(out, f"closedloop-{tag}{text}-{'-'.join(fmt_budget(b)[:-1] for b in budgets)}.json")
+    return os.path.join(out, f"closedloop-{tag}{text}-{'-'.join(fmt_budget(b)[:-1] for b in budgets)}.json")
+
+
+def closed_loop_runs(out, text, budgets, model="mlp16", policies=BUILTINS + ["opt"], family="smollm2"):
+    """The closed loop of `model` (and `policies`) on `text` at `budgets` (cached in
+    closed_loop_path), on the model family `family` (its evicting layers: every global one)."""
+    path = closed_loop_path(out, text, budgets, model, family)
     if not os.path.exists(path):
         learn_policy.main(["closed-loop", "--model", os.path.join(out, "models", f"{model}.json"), "--gguf",
                            gguf(family), "--text-file", os.path.join(LICENSES, text), "--tokens", str(TOKENS),
@@ -437,7 +442,7 @@ def markdown(out):
         lines += closed_loop_table(f"## Closed loop, {text}", doc, rows)
         lines += per_layer_losses(rows, doc)
         for variant in CLOSED_LOOP_VARIANTS:
-            variant_path = os.path.join(out, f"closedloop-{variant}-{text}-5-10.json")
+            variant_path = closed_loop_path(out, text, BUDGETS[:2], variant)
             if os.path.exists(variant_path):
                 lines += in_its_place(f"The model {variant} in its place, {text}:", variant, doc,
                                       read_json(variant_path), rng)
@@ -452,13 +457,12 @@ def markdown(out):
         lines.append("| learned (Gemma's own model) | " +
                      " | ".join(f"{g['own']['learned'][str(b)]:.4f}" for b in BUDGETS) + " |")
         lines.append("")
-    budgets = "-".join(fmt_budget(b)[:-1] for b in BUDGETS)
-    own_path = os.path.join(out, f"closedloop-gemma3-gemma_mlp16-{HELD_OUT[0]}-{budgets}.json")
+    own_path = closed_loop_path(out, HELD_OUT[0], BUDGETS, "gemma_mlp16", "gemma3")
     if os.path.exists(own_path):
         doc = read_json(own_path)
         lines += closed_loop_table(f"## Gemma 3 270M's closed loop, {HELD_OUT[0]}, learned = Gemma's own model", doc,
                                    gap_closed(doc, rng))
-        transfer_path = os.path.join(out, f"closedloop-gemma3-mlp16-{HELD_OUT[0]}-{budgets}.json")
+        transfer_path = closed_loop_path(out, HELD_OUT[0], BUDGETS, "mlp16", "gemma3")
         if os.path.exists(transfer_path):
             lines += in_its_place(f"SmolLM2's model in its place (transfer), Gemma 3, {HELD_OUT[0]}:", "SmolLM2's",
                                   doc, read_json(transfer_path), rng)

@@ -370,6 +370,11 @@ def test_the_closed_loop_export_holds_the_rows_each_layers_optimum_saw(smollm2, 
             "--budgets", f"12,{EXPORT_TOKENS}", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(out)) == sorted([learn_policy.export_name(12), learn_policy.export_name(EXPORT_TOKENS)])
+    # An output that cannot be a directory is refused before any model work (no closed loop ran).
+    (tmp_path / "file").write_text("")
+    r = run("closed-loop-export", "--gguf", smollm2, "--text-file", EXPORT_TEXT, "--tokens", str(EXPORT_TOKENS),
+            "--budgets", "12", "-o", str(tmp_path / "file" / "closed"))
+    assert r.returncode == 2 and "-o" in r.stderr and "closed loop" not in r.stderr, r.stderr
     reference = tmp_path / "open.safetensors"
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "export_gguf.py"), "--gguf", smollm2,
                         "--text-file", EXPORT_TEXT, "--tokens", str(EXPORT_TOKENS), "-o", str(reference)],
